@@ -1,0 +1,1 @@
+"""mintdim_beam: JSONL to fixed-width binary token shards, as an Apache Beam pipeline."""
