@@ -1,0 +1,308 @@
+"""Build configuration: frozen dataclasses, 1-or-N broadcast and structural validation.
+
+Everything here is pure and runs before any Beam work: the fluent API and the job-file
+loader both produce a :class:`JobSpec` (what the user declared, unchecked) and
+:func:`resolve` turns it into a :class:`BuildConfig` or raises the spec's error. Checks
+that touch storage (files exist, tokenizers load, output directories are empty) live in
+``preflight.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import errors
+from .template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
+from .tokenizers import HF_JSON, SENTENCEPIECE, kind_matches_path
+
+OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
+TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
+BAD_RECORD_POLICIES = ("abort", "skip")
+
+#: Default byte size of the input blocks that workers read independently.
+DEFAULT_BLOCK_SIZE = 16 * 1024 * 1024
+
+
+@dataclass
+class JobSpec:
+    """What the user declared, before any check (``None`` = not declared)."""
+
+    files: Any = None
+    fields: Any = None
+    templates: Any = None
+    tokenizer_kind: Optional[str] = None
+    tokenizer_files: Any = None
+    sizes: Any = None
+    build_batch: Any = None
+    output_dirs: Any = None
+    samples_per_shard: Any = None
+
+
+@dataclass(frozen=True)
+class Policies:
+    """Launch-time answers to the spec's interactive prompts (DESIGN.md §3)."""
+
+    on_overflow: str = "abort"
+    on_template_unk: str = "prompt"
+    on_bad_record: str = "abort"
+
+    def __post_init__(self):
+        for name, allowed in (
+            ("on_overflow", OVERFLOW_POLICIES),
+            ("on_template_unk", TEMPLATE_UNK_POLICIES),
+            ("on_bad_record", BAD_RECORD_POLICIES),
+        ):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise errors.PipelineValidationError.invalid(
+                    problem=f"{name} must be one of {', '.join(allowed)}, got {value!r}",
+                    rules=[f"{name}: {' | '.join(allowed)}"],
+                )
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One input file with every list-style setting resolved for it."""
+
+    index: int
+    path: str
+    fields: tuple[str, ...]
+    template: str
+    segments: tuple[Segment, ...]
+    tokenizer: TokenizerSpec
+    sizes: tuple[int, ...]
+    build_batch: int
+    output: int
+    samples_per_shard: int
+
+    @property
+    def sequence_template(self) -> tuple[str, ...]:
+        return tuple(sequence_template(self.segments))
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One output directory: a dataset built from the files mapped to it, in order."""
+
+    index: int
+    path: str
+    files: tuple[int, ...]
+    tokenizer: TokenizerSpec
+    sequence_template: tuple[str, ...]
+    sizes: tuple[int, ...]
+    samples_per_shard: int
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """The fully resolved, validated build."""
+
+    files: tuple[FileSpec, ...]
+    outputs: tuple[OutputSpec, ...]
+    policies: Policies = field(default_factory=Policies)
+    block_size: int = DEFAULT_BLOCK_SIZE
+
+    def files_of(self, output: OutputSpec) -> list[FileSpec]:
+        return [self.files[i] for i in output.files]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _broadcast(values: list, n: int, error) -> list:
+    if len(values) == 1:
+        return values * n
+    if len(values) == n:
+        return list(values)
+    raise error
+
+
+def _missing(job: JobSpec) -> list[str]:
+    checks = [
+        ("source.files", job.files),
+        ("source.fields", job.fields),
+        ("source.templates", job.templates),
+        ("tokenizer", job.tokenizer_files if job.tokenizer_kind else None),
+        ("units.sizes", job.sizes),
+        ("units.build_batch", job.build_batch),
+        ("output.dir", job.output_dirs),
+        ("output.samples_per_shard", job.samples_per_shard),
+    ]
+    return [name for name, value in checks if value is None or (isinstance(value, (list, tuple)) and not value)]
+
+
+def _check_list(name: str, value, item_check, item_desc: str):
+    if not isinstance(value, (list, tuple)):
+        raise errors.PipelineValidationError.invalid(
+            problem=f"{name} must be a list, got {type(value).__name__}",
+            rules=[f"{name} is a list of {item_desc}"],
+        )
+    for i, item in enumerate(value):
+        if not item_check(item):
+            raise errors.PipelineValidationError.invalid(
+                problem=f"{name}[{i}] must be {item_desc}, got {type(item).__name__}",
+                rules=[f"{name} is a list of {item_desc}"],
+            )
+
+
+def normalize_dir(path: str) -> str:
+    """Key that identifies an output directory whatever the spelling (``./a`` == ``a/``)."""
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        return f"{scheme}://{posixpath.normpath(rest)}"
+    return os.path.abspath(path)
+
+
+def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DEFAULT_BLOCK_SIZE) -> BuildConfig:
+    """Validate ``job`` structurally and broadcast every setting to every file."""
+    policies = policies or Policies()
+    missing = _missing(job)
+    if missing:
+        raise errors.PipelineValidationError(missing=missing)
+
+    _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, "non-empty path strings")
+    _check_list("source.fields", job.fields, lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x), "lists of field names")
+    _check_list("source.templates", job.templates, lambda x: isinstance(x, str), "template strings")
+    if not isinstance(job.tokenizer_files, (list, tuple)):
+        raise errors.TokenizerValidationError(
+            component="files", problem=f"tokenizer.files must be a list, got {type(job.tokenizer_files).__name__}"
+        )
+    for path in job.tokenizer_files:
+        if not isinstance(path, str):
+            raise errors.TokenizerValidationError(
+                component="files", problem=f"tokenizer file path must be str, got {type(path).__name__}"
+            )
+    if job.tokenizer_kind not in (SENTENCEPIECE, HF_JSON):
+        raise errors.TokenizerValidationError.unsupported_format()
+    if not isinstance(job.sizes, (list, tuple)) or not all(isinstance(s, (list, tuple)) for s in job.sizes):
+        raise errors.UnitValidationError(problem="sizes must be a list of lists of positive integers")
+    if not isinstance(job.build_batch, (list, tuple)):
+        raise errors.UnitValidationError(problem="build_batch must be a list of positive integers")
+    output_dirs = [job.output_dirs] if isinstance(job.output_dirs, str) else job.output_dirs
+    _check_list("output.dir", output_dirs, lambda x: isinstance(x, str) and x, "non-empty path strings")
+    if not isinstance(job.samples_per_shard, (list, tuple)):
+        raise errors.SamplesPerShardError.not_positive(index=0, value=job.samples_per_shard)
+
+    n = len(job.files)
+    fields = _broadcast(list(job.fields), n, errors.FieldMappingError(files=n, got=len(job.fields)))
+    templates = _broadcast(list(job.templates), n, errors.TemplateMappingError(files=n, got=len(job.templates)))
+    tok_paths = _broadcast(list(job.tokenizer_files), n, errors.TokenizerMappingError(files=n, got=len(job.tokenizer_files)))
+    sizes = _broadcast(list(job.sizes), n, errors.UnitMappingError(files=n, got=len(job.sizes)))
+    batches = _broadcast(list(job.build_batch), n, errors.UnitMappingError(files=n, got=len(job.build_batch)))
+    outs = _broadcast(list(output_dirs), n, errors.OutputMappingError(files=n, got=len(output_dirs)))
+    if len(job.samples_per_shard) not in (1, n):
+        raise errors.SamplesPerShardError.arity(files=n, got=len(job.samples_per_shard))
+    for i, value in enumerate(job.samples_per_shard):
+        if not _is_int(value) or value <= 0:
+            raise errors.SamplesPerShardError.not_positive(index=i, value=value)
+    sps = _broadcast(list(job.samples_per_shard), n, None)
+
+    for unit_sizes in job.sizes:
+        if not unit_sizes or not all(_is_int(s) and s > 0 for s in unit_sizes):
+            raise errors.UnitValidationError(problem=f"sizes must be positive integers, got {list(unit_sizes)}")
+        if any(a >= b for a, b in zip(unit_sizes, unit_sizes[1:])):
+            raise errors.UnitValidationError(problem=f"sizes must be sorted ascending, got {list(unit_sizes)}")
+    for value in job.build_batch:
+        if not _is_int(value) or value <= 0:
+            raise errors.UnitValidationError(problem=f"build_batch must be a positive integer, got {value!r}")
+    for path in job.tokenizer_files:
+        if not kind_matches_path(job.tokenizer_kind, path):
+            raise errors.TokenizerValidationError.unsupported_format(path)
+
+    file_specs = []
+    out_keys: dict[str, int] = {}
+    out_paths: list[str] = []
+    for i, path in enumerate(job.files):
+        segments = _parse_checked(path, list(fields[i]), templates[i])
+        key = normalize_dir(outs[i])
+        if key not in out_keys:
+            out_keys[key] = len(out_paths)
+            out_paths.append(outs[i])
+        file_specs.append(
+            FileSpec(
+                index=i,
+                path=path,
+                fields=tuple(fields[i]),
+                template=templates[i],
+                segments=segments,
+                tokenizer=TokenizerSpec(job.tokenizer_kind, tok_paths[i]),
+                sizes=tuple(sizes[i]),
+                build_batch=batches[i],
+                output=out_keys[key],
+                samples_per_shard=sps[i],
+            )
+        )
+
+    outputs = []
+    for o, out_path in enumerate(out_paths):
+        members = [f for f in file_specs if f.output == o]
+        first = members[0]
+        for other in members[1:]:
+            for name, a, b in (
+                ("sequence_template", first.sequence_template, other.sequence_template),
+                ("sizes", first.sizes, other.sizes),
+                ("samples_per_shard", first.samples_per_shard, other.samples_per_shard),
+            ):
+                if a != b:
+                    raise errors.OutputMappingError.inconsistent(
+                        directory=out_path, files=[first.path, other.path], differs=name
+                    )
+        outputs.append(
+            OutputSpec(
+                index=o,
+                path=out_path,
+                files=tuple(f.index for f in members),
+                tokenizer=first.tokenizer,
+                sequence_template=first.sequence_template,
+                sizes=first.sizes,
+                samples_per_shard=first.samples_per_shard,
+            )
+        )
+    if not _is_int(block_size) or block_size < 1024:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"block_size must be an integer >= 1024 bytes, got {block_size!r}",
+            rules=["block_size is the byte size of the input blocks read by one worker"],
+        )
+    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size)
+
+
+def _parse_checked(path: str, fields: list[str], template: str) -> tuple[Segment, ...]:
+    """Parse a template and check set(placeholders) == set(fields) (spec rules 1 and 3)."""
+    try:
+        segments = parse_template(template)
+    except TemplateSyntaxError as exc:
+        raise errors.TemplateFieldMismatchError.bad_syntax(
+            file=path, fields=fields, template=template, problem=exc.problem
+        ) from None
+    used = placeholders(segments)
+    for name in used:
+        if name not in fields:
+            raise errors.TemplateFieldMismatchError.undeclared_placeholder(
+                file=path, fields=fields, template=template, field=name
+            )
+    for name in fields:
+        if name not in used:
+            raise errors.TemplateFieldMismatchError.unused_field(
+                file=path, fields=fields, template=template, field=name
+            )
+    return segments
+
+
+def describe_sources(config: BuildConfig, output: OutputSpec) -> dict:
+    """``source`` block of manifest.json for one output."""
+    files = config.files_of(output)
+    return {
+        "files": [f.path for f in files],
+        "fields": [list(f.fields) for f in files],
+        "templates": [f.template for f in files],
+    }

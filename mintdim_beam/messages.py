@@ -1,0 +1,398 @@
+"""Bilingual message texts of MintDim errors, kept in one place.
+
+Every error of the spec prints an English block and a Vietnamese block with the same
+facts. Keeping the wording here, apart from the error classes, lets the two languages
+be reviewed side by side and keeps `errors.py` about facts rather than phrasing.
+
+A message is a title followed by paragraphs separated by one blank line, exactly as the
+spec prints it; a bullet list is one paragraph with one `• ` item per line. The helpers
+below build each paragraph as an English/Vietnamese pair so a fact can never appear in
+one language and be forgotten in the other.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple, Sequence
+
+BULLET = "• "
+PARAGRAPH_BREAK = "\n\n"
+
+
+class Text(NamedTuple):
+    """One paragraph in both languages, so both blocks are always built together."""
+
+    en: str
+    vi: str
+
+
+def same(text: str) -> Text:
+    """A paragraph that reads the same in both blocks (paths, code identifiers)."""
+    return Text(text, text)
+
+
+def labeled(label: Text, value_en: object, value_vi: object | None = None) -> Text:
+    """`Label: value` in both languages; the value is shared unless a translation is given."""
+    en = str(value_en)
+    vi = en if value_vi is None else str(value_vi)
+    return Text(f"{label.en} {en}", f"{label.vi} {vi}")
+
+
+def bullets(items_en: Iterable[object], items_vi: Iterable[object] | None = None) -> Text:
+    """A bullet-list paragraph; the items are shared unless translated items are given."""
+    en_items = [str(item) for item in items_en]
+    vi_items = en_items if items_vi is None else [str(item) for item in items_vi]
+    return Text(
+        "\n".join(BULLET + item for item in en_items),
+        "\n".join(BULLET + item for item in vi_items),
+    )
+
+
+def bullet_pairs(items: Iterable[Text]) -> Text:
+    """A bullet-list paragraph from items that are already translated pairs."""
+    items = list(items)
+    return bullets([item.en for item in items], [item.vi for item in items])
+
+
+def words(items: Iterable[object]) -> str:
+    """Space-separated list, as the spec prints field names and keys."""
+    return " ".join(str(item) for item in items)
+
+
+def number_en(value: int) -> str:
+    """English grouping: 5,000,000,000."""
+    return f"{value:,}"
+
+
+def number_vi(value: int) -> str:
+    """Vietnamese grouping: 5.000.000.000."""
+    return f"{value:,}".replace(",", ".")
+
+
+def plural_en(count: object, singular: str, plural: str) -> str:
+    """English noun agreeing with `count`; Vietnamese nouns do not inflect."""
+    return singular if count == 1 else plural
+
+
+def render(error_name: str, title: Text, paragraphs: Sequence[Text]) -> tuple[str, str]:
+    """Build the English and Vietnamese blocks: `Name: title`, then blank-line paragraphs.
+
+    A paragraph that is empty in one language is left out of that block only; the spec
+    has notes (such as the closing line of PipelineValidationError) that exist in one
+    language alone.
+    """
+    en = PARAGRAPH_BREAK.join([f"{error_name}: {title.en}", *(p.en for p in paragraphs if p.en)])
+    vi = PARAGRAPH_BREAK.join([f"{error_name}: {title.vi}", *(p.vi for p in paragraphs if p.vi)])
+    return en, vi
+
+
+# ---------------------------------------------------------------------------
+# Shared labels
+# ---------------------------------------------------------------------------
+
+FILE = Text("File:", "File:")
+FILES = Text("Files:", "Các file:")
+LINE = Text("Line:", "Dòng:")
+FIELD = Text("Field:", "Field:")
+REASON = Text("Reason:", "Lý do:")
+PROBLEM = Text("Problem:", "Vấn đề:")
+RULES = Text("Rules:", "Quy tắc:")
+RULE = Text("Rule:", "Quy tắc:")
+FIX = Text("Fix:", "Cách sửa:")
+DIRECTORY = Text("Directory:", "Thư mục:")
+SUPPORTS = Text("MintDim supports:", "MintDim hỗ trợ:")
+
+# ---------------------------------------------------------------------------
+# PipelineValidationError
+# ---------------------------------------------------------------------------
+
+PIPELINE_INCOMPLETE = Text(
+    "Pipeline configuration is incomplete.",
+    "Pipeline chưa được cấu hình đầy đủ.",
+)
+PIPELINE_MISSING = Text("Missing:", "Thiếu:")
+PIPELINE_MISSING_NOTE = Text("", "Thiếu cấu hình nào thì báo thiếu cấu hình đó.")
+PIPELINE_INVALID = Text(
+    "Invalid pipeline configuration.",
+    "Cấu hình pipeline không hợp lệ.",
+)
+
+# ---------------------------------------------------------------------------
+# MintDimFileNotFoundError
+# ---------------------------------------------------------------------------
+
+FILE_NOT_FOUND = Text("Required file was not found.", "Không tìm thấy file cần dùng.")
+FILE_NOT_FOUND_CONTEXT = Text("Context:", "Ngữ cảnh:")
+FILE_NOT_FOUND_PATH = Text("Missing file:", "File thiếu:")
+
+# ---------------------------------------------------------------------------
+# SourceParseError / SampleSchemaError
+# ---------------------------------------------------------------------------
+
+SOURCE_PARSE = Text("JSONL line could not be parsed.", "Không parse được dòng JSONL.")
+
+SAMPLE_MISSING_FIELDS = Text(
+    "JSONL sample is missing declared fields.",
+    "Sample JSONL thiếu field đã khai báo.",
+)
+SAMPLE_DECLARED = Text("Declared fields:", "Field đã khai báo:")
+SAMPLE_MISSING = Text("Missing fields:", "Field bị thiếu:")
+SAMPLE_AVAILABLE = Text("Available keys:", "Key hiện có:")
+
+SAMPLE_WRONG_TYPE = Text(
+    "JSONL sample field has an unsupported value type.",
+    "Field của sample JSONL có kiểu giá trị không được hỗ trợ.",
+)
+SAMPLE_WRONG_TYPE_REASON = Text(
+    "field value must be a string, got {type_name}",
+    "giá trị field phải là string, hiện tại là {type_name}",
+)
+
+# Machine-readable reasons written to bad_record_index.jsonl (English only by design).
+REASON_MISSING_FIELDS = "missing fields: {missing}"
+REASON_WRONG_TYPE = "field value must be a string: {field}"
+
+# ---------------------------------------------------------------------------
+# Tokenizer errors
+# ---------------------------------------------------------------------------
+
+TOKENIZER_INVALID = Text(
+    "Invalid tokenizer configuration.",
+    "Cấu hình tokenizer không hợp lệ.",
+)
+TOKENIZER_COMPONENT = Text("Component:", "Thành phần:")
+TOKENIZER_RULES = (
+    Text(
+        "tokenizer.files must be a list of tokenizer file paths",
+        "tokenizer.files phải là list các đường dẫn file tokenizer",
+    ),
+    Text(
+        "each tokenizer file path must be a string",
+        "mỗi đường dẫn file tokenizer phải là string",
+    ),
+    Text(
+        "unk_id and pad_id are loaded from the tokenizer library",
+        "unk_id và pad_id được lấy từ thư viện tokenizer",
+    ),
+)
+
+TOKENIZER_UNSUPPORTED = Text(
+    "Unsupported tokenizer format.",
+    "Định dạng tokenizer chưa được hỗ trợ.",
+)
+TOKENIZER_SUPPORTED_FORMATS = Text("Supported formats:", "Các định dạng hiện hỗ trợ:")
+TOKENIZER_FORMATS = ("sentencepiece (.model)", "huggingface tokenizer (.json)")
+
+TOKENIZER_SPECIAL = Text(
+    "Tokenizer library did not expose a required special token.",
+    "Thư viện tokenizer không cung cấp special token bắt buộc.",
+)
+TOKENIZER_LABEL = Text("Tokenizer:", "Tokenizer:")
+SPECIAL_TOKEN_LABEL = Text("Special token:", "Special token:")
+TOKENIZER_SPECIAL_RULE = Text(
+    "MintDim uses tokenizer-provided special token ids only; "
+    "do not declare unk_id/pad_id manually.",
+    "MintDim chỉ dùng special token id do tokenizer cung cấp; "
+    "không khai báo unk_id/pad_id thủ công.",
+)
+
+# ---------------------------------------------------------------------------
+# 1-or-N mapping errors
+# ---------------------------------------------------------------------------
+
+
+class MappingText(NamedTuple):
+    """Wording of one "Received N input files but M <things>." error."""
+
+    noun_en: str
+    nouns_en: str
+    noun_vi: str
+    shared: Text
+    per_file: Text
+
+
+MAPPING_TITLE = Text(
+    "Received {files} input {file_word} but {got} {noun}.",
+    "Nhận {files} file đầu vào nhưng có {got} {noun}.",
+)
+
+MAPPINGS = {
+    "TokenizerMappingError": MappingText(
+        "tokenizer",
+        "tokenizers",
+        "tokenizer",
+        Text("1 tokenizer shared across all files", "1 tokenizer dùng chung cho tất cả file"),
+        Text("N tokenizers for N files", "N tokenizer cho N file"),
+    ),
+    "FieldMappingError": MappingText(
+        "field config",
+        "field configs",
+        "cấu hình fields",
+        Text(
+            "1 field config shared across all files",
+            "1 cấu hình fields dùng chung cho tất cả file",
+        ),
+        Text("N field configs for N files", "N cấu hình fields cho N file"),
+    ),
+    "TemplateMappingError": MappingText(
+        "template",
+        "templates",
+        "template",
+        Text("1 template shared across all files", "1 template dùng chung cho tất cả file"),
+        Text("N templates for N files", "N template cho N file"),
+    ),
+    "UnitMappingError": MappingText(
+        "unit config",
+        "unit configs",
+        "cấu hình unit",
+        Text(
+            "1 unit config shared across all files",
+            "1 cấu hình unit dùng chung cho tất cả file",
+        ),
+        Text("N unit configs for N input files", "N cấu hình unit cho N file đầu vào"),
+    ),
+    "OutputMappingError": MappingText(
+        "output directory",
+        "output directories",
+        "thư mục output",
+        Text("1 shared output directory", "1 thư mục output dùng chung"),
+        Text("N output directories for N input files", "N thư mục output cho N file đầu vào"),
+    ),
+}
+
+OUTPUT_INCONSISTENT = Text(
+    "Input files sharing an output directory must share tokenizer, sequence_template, "
+    "sizes and samples_per_shard.",
+    "Các file đầu vào dùng chung một thư mục output phải dùng chung tokenizer, "
+    "sequence_template, sizes và samples_per_shard.",
+)
+OUTPUT_DIFFERS = Text("Differs in:", "Khác nhau ở:")
+
+# ---------------------------------------------------------------------------
+# Template errors
+# ---------------------------------------------------------------------------
+
+TEMPLATE_SOURCE_FILE = Text("Source file:", "File nguồn:")
+TEMPLATE_DECLARATION = Text("API declaration for this file:", "Khai báo API cho file này:")
+TEMPLATE_MISMATCH_FIELD = Text("Field causing template mismatch:", "Field gây lệch template:")
+TEMPLATE_DECLARATION_VALUE = "fields = {fields!r} template = {template!r}"
+
+TEMPLATE_UNDECLARED = Text(
+    "template uses {{{field}}}, but fields does not declare it",
+    "template dùng {{{field}}}, nhưng fields không khai báo field này",
+)
+TEMPLATE_UNUSED = Text(
+    "fields declares this field, but template does not use {{{field}}}",
+    "fields khai báo field này, nhưng template không dùng {{{field}}}",
+)
+TEMPLATE_EMPTY_PLACEHOLDER = Text(
+    "template has an empty placeholder {}",
+    "template có placeholder rỗng {}",
+)
+TEMPLATE_UNCLOSED_BRACE = Text(
+    "template has an unbalanced '{', write '{{' for a literal brace",
+    "template có '{' không được đóng, hãy viết '{{' cho dấu ngoặc literal",
+)
+TEMPLATE_UNOPENED_BRACE = Text(
+    "template has an unbalanced '}', write '}}' for a literal brace",
+    "template có '}' không có '{' tương ứng, hãy viết '}}' cho dấu ngoặc literal",
+)
+
+TEMPLATE_UNK = Text(
+    "Template literal segments produce UNK when encoded by the tokenizer.",
+    "Các đoạn literal của template tạo UNK khi được tokenizer encode.",
+)
+TEMPLATE_UNK_FILE_INDEX = Text("File index:", "Vị trí file:")
+TEMPLATE_LABEL = Text("Template:", "Template:")
+TEMPLATE_UNK_PROBLEM = Text(
+    "template literal characters are not fully covered by tokenizer vocabulary",
+    "ký tự literal trong template không được tokenizer vocabulary bao phủ đầy đủ",
+)
+TEMPLATE_UNK_FIX = Text(
+    "adjust template literal characters, use a tokenizer that covers them, "
+    "or run with an explicit template-UNK policy.",
+    "chỉnh ký tự literal trong template, dùng tokenizer bao phủ các ký tự đó, "
+    "hoặc chạy với template-UNK policy rõ ràng.",
+)
+
+# ---------------------------------------------------------------------------
+# Unit errors
+# ---------------------------------------------------------------------------
+
+UNIT_INVALID = Text("Invalid unit config.", "Cấu hình unit không hợp lệ.")
+UNIT_RULES = (
+    Text("sizes must be positive integers", "sizes phải là các số nguyên dương"),
+    Text("sizes must be sorted ascending", "sizes phải được sắp xếp tăng dần"),
+    Text("build_batch must be a positive integer", "build_batch phải là số nguyên dương"),
+)
+
+UNIT_OVERFLOW = Text(
+    "Sample token length exceeds max unit size.",
+    "Độ dài token của sample vượt quá unit size lớn nhất.",
+)
+UNIT_OVERFLOW_SAMPLE = Text("Sample:", "Sample:")
+UNIT_OVERFLOW_TOKEN_COUNT = Text("token_count:", "token_count:")
+UNIT_OVERFLOW_MAX = Text("max_unit_size:", "max_unit_size:")
+UNIT_OVERFLOW_FIXES = (
+    Text("increase unit sizes", "tăng unit sizes"),
+    Text(
+        "or run with an overflow policy that truncates, skips, or prompts",
+        "hoặc chạy với overflow policy để truncate, skip, hoặc prompt",
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# Output errors
+# ---------------------------------------------------------------------------
+
+OUTPUT_NOT_EMPTY = Text(
+    "Output directory already exists and is not empty.",
+    "Thư mục output đã tồn tại và không rỗng.",
+)
+OUTPUT_USE_NEW = Text("Use a new output directory.", "Hãy dùng thư mục output mới.")
+
+# ---------------------------------------------------------------------------
+# TokenDTypeCapacityError
+# ---------------------------------------------------------------------------
+
+DTYPE_CAPACITY = Text(
+    "Tokenizer vocabulary size is too large for the token dtypes supported by MintDim.",
+    "Kích thước vocabulary của tokenizer quá lớn so với token dtype MintDim hỗ trợ.",
+)
+DTYPE_VOCAB_SIZE = Text("Tokenizer vocab_size:", "Tokenizer vocab_size:")
+DTYPE_SUPPORTED = Text("Supported token dtypes:", "Token dtype được hỗ trợ:")
+DTYPE_LIMIT = Text("{dtype}: max vocab_size {limit}", "{dtype}: vocab_size tối đa {limit}")
+DTYPE_LIMITS = (("uint16", 0xFFFF), ("uint32", 0xFFFFFFFF))
+DTYPE_FIXES = (
+    Text("use a tokenizer with a smaller vocabulary", "dùng tokenizer có vocabulary nhỏ hơn"),
+    Text(
+        "or use a MintDim version that supports a wider token dtype",
+        "hoặc dùng phiên bản MintDim hỗ trợ token dtype rộng hơn",
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# SamplesPerShardError
+# ---------------------------------------------------------------------------
+
+SAMPLES_PER_SHARD_INVALID = Text(
+    "Invalid samples_per_shard.",
+    "samples_per_shard không hợp lệ.",
+)
+SAMPLES_PER_SHARD_NOT_POSITIVE = Text(
+    "samples_per_shard[{index}] must be a positive int, got {value}",
+    "samples_per_shard[{index}] phải là số nguyên dương, hiện tại là {value}",
+)
+SAMPLES_PER_SHARD_ARITY = Text(
+    "Received {files} input {file_word} but {got} samples_per_shard {entry_word}",
+    "Nhận {files} file đầu vào nhưng có {got} entries samples_per_shard",
+)
+SAMPLES_PER_SHARD_RULES = (
+    Text(
+        "each samples_per_shard[i] is a positive int",
+        "mỗi samples_per_shard[i] phải là số nguyên dương",
+    ),
+    Text(
+        "len(samples_per_shard) == 1 or len(samples_per_shard) == file_count",
+        "len(samples_per_shard) == 1 hoặc len(samples_per_shard) == số lượng file",
+    ),
+)

@@ -1,0 +1,221 @@
+"""The global build plan, computed once from small per-block summaries (pure).
+
+Workers encode blocks independently and report only counts. This module turns those
+counts into every global fact the writers need, so no worker ever sees the corpus:
+
+* line and sample-id offsets of every block (prefix sums in sample order);
+* the rank of every record inside its unit, hence its shard and position;
+* the ``extend`` policy's new units, resolved in sample-id order;
+* the shard tasks: which byte ranges of which block spills make up each shard;
+* the first error, when a policy says ``abort``.
+
+The plan is a singleton side input; its size grows with the number of blocks and
+overflow samples, never with the number of tokens.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import NamedTuple, Optional
+
+from .config import BuildConfig
+
+
+class BlockRef(NamedTuple):
+    """A byte range of one input file; the unit of parallel reading."""
+
+    file: int
+    block: int
+    start: int
+    end: int
+
+
+class OverflowSample(NamedTuple):
+    """An ``extend`` overflow sample, whose unit is decided by the plan."""
+
+    local_sample: int
+    token_count: int
+    token_offset: int          # into the block's overflow token spill
+    lengths: tuple             # per-segment token lengths
+
+
+class BlockSummary(NamedTuple):
+    """What a block reports after encoding: counts only, no tokens."""
+
+    file: int
+    block: int
+    n_lines: int
+    n_samples: int
+    unit_counts: dict          # declared unit -> records in this block's spill
+    unit_tokens: dict          # declared unit -> payload tokens of those records
+    overflow: tuple            # OverflowSample, in sample order (extend policy only)
+    bad_records: int
+    overflow_events: int       # samples above max(declared sizes), any policy
+    first_error: Optional[tuple]  # (local_sample, local_line, error dict)
+
+
+class Piece(NamedTuple):
+    """Part of a shard: ``count`` records of a block spill starting at ``start``."""
+
+    file: int
+    block: int
+    start: int
+    count: int
+
+
+class ShardTask(NamedTuple):
+    output: int
+    unit: int
+    shard: int
+    n_records: int
+    pieces: tuple              # Piece for declared units
+    overflow: tuple            # (file, block, OverflowSample) for extended units
+
+
+@dataclass
+class BlockPlan:
+    file: int
+    block: int
+    output: int
+    sample_offset: int
+    line_offset: int
+    unit_rank: dict                       # declared unit -> rank of the block's first record
+    extend: dict = field(default_factory=dict)   # local sample -> (unit, rank)
+
+
+@dataclass
+class OutputPlan:
+    sizes: tuple                          # declared + extended, ascending
+    declared: tuple
+    samples: dict                         # unit -> records written
+    tokens: dict                          # unit -> payload tokens written
+    shards: dict                          # unit -> number of shards
+    bad_records: int = 0
+    overflow_samples: int = 0
+
+
+@dataclass
+class BuildPlan:
+    blocks: dict                          # (file, block) -> BlockPlan
+    outputs: list
+    shard_tasks: list
+    error: Optional[dict] = None          # error dict of the first abort, global line set
+
+
+def _ordered(config: BuildConfig, summaries) -> dict:
+    """Summaries of each output in sample order: file order in the output, then block."""
+    by_output: dict = {o.index: [] for o in config.outputs}
+    for s in summaries:
+        by_output[config.files[s.file].output].append(s)
+    for out in config.outputs:
+        position = {f: k for k, f in enumerate(out.files)}
+        by_output[out.index].sort(key=lambda s: (position[s.file], s.block))
+    return by_output
+
+
+def _first_error(config: BuildConfig, summaries, line_offsets) -> Optional[dict]:
+    found = sorted(
+        (s.file, s.block, s.first_error[0], s) for s in summaries if s.first_error is not None
+    )
+    if not found:
+        return None
+    _, _, _, s = found[0]
+    _, local_line, err = s.first_error
+    err = {"error": err["error"], "fields": dict(err["fields"])}
+    err["fields"]["line"] = line_offsets[(s.file, s.block)] + local_line + 1
+    err["fields"]["file"] = config.files[s.file].path
+    return err
+
+
+def make_plan(config: BuildConfig, summaries) -> BuildPlan:
+    """Compute the build plan from every block's summary."""
+    summaries = list(summaries)
+    line_offsets: dict = {}
+    for f in config.files:
+        total = 0
+        for s in sorted((s for s in summaries if s.file == f.index), key=lambda s: s.block):
+            line_offsets[(s.file, s.block)] = total
+            total += s.n_lines
+
+    error = _first_error(config, summaries, line_offsets)
+    blocks: dict = {}
+    outputs: list = []
+    tasks: list = []
+    by_output = _ordered(config, summaries)
+    for out in config.outputs:
+        ordered = by_output[out.index]
+        declared = tuple(out.sizes)
+        sample_offset = 0
+        unit_rank = {u: 0 for u in declared}
+        unit_tokens = {u: 0 for u in declared}
+        runs: dict = {u: [] for u in declared}      # unit -> [(summary, count)]
+        added: list = []                             # extended sizes, ascending
+        members: dict = {}                           # extended unit -> [(file, block, ovf)]
+        bad = overflow_events = 0
+        for s in ordered:
+            plan = BlockPlan(s.file, s.block, out.index, sample_offset, line_offsets[(s.file, s.block)],
+                             dict(unit_rank))
+            for u, c in s.unit_counts.items():
+                unit_rank[u] += c
+                unit_tokens[u] += s.unit_tokens[u]
+                runs[u].append((s, c))
+            for ovf in s.overflow:
+                if not added or ovf.token_count > added[-1]:
+                    added.append(ovf.token_count)
+                    members[ovf.token_count] = []
+                    unit = ovf.token_count
+                else:
+                    unit = added[bisect.bisect_left(added, ovf.token_count)]
+                plan.extend[ovf.local_sample] = (unit, len(members[unit]))
+                members[unit].append((s.file, s.block, ovf))
+            blocks[(s.file, s.block)] = plan
+            sample_offset += s.n_samples
+            bad += s.bad_records
+            overflow_events += s.overflow_events
+
+        sps = out.samples_per_shard
+        samples = {u: unit_rank[u] for u in declared}
+        tokens = dict(unit_tokens)
+        shards = {}
+        for u in declared:
+            shards[u] = -(-samples[u] // sps)
+            if error is None:
+                tasks.extend(_declared_tasks(out.index, u, runs[u], samples[u], sps))
+        for u in added:
+            samples[u] = len(members[u])
+            tokens[u] = sum(m[2].token_count for m in members[u])
+            shards[u] = -(-samples[u] // sps)
+            if error is None:
+                for k in range(shards[u]):
+                    chunk = tuple(members[u][k * sps:(k + 1) * sps])
+                    tasks.append(ShardTask(out.index, u, k, len(chunk), (), chunk))
+        outputs.append(OutputPlan(tuple(sorted(declared + tuple(added))), declared, samples, tokens,
+                                  shards, bad, overflow_events))
+    return BuildPlan(blocks, outputs, tasks, error)
+
+
+def _declared_tasks(output: int, unit: int, runs, total: int, sps: int) -> list:
+    """Cut the unit's records (runs of consecutive block records) into shards."""
+    tasks = []
+    pieces: list = []
+    shard, filled = 0, 0
+    for s, count in runs:
+        start = 0
+        while count > 0:
+            take = min(count, sps - filled)
+            pieces.append(Piece(s.file, s.block, start, take))
+            start += take
+            count -= take
+            filled += take
+            if filled == sps:
+                tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), ()))
+                shard, filled, pieces = shard + 1, 0, []
+    if filled:
+        tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), ()))
+    return tasks
+
+
+def shard_position(rank: int, samples_per_shard: int) -> tuple[int, int]:
+    """(shard number, record position in that shard) of a record's rank in its unit."""
+    return divmod(rank, samples_per_shard)

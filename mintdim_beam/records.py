@@ -1,0 +1,372 @@
+"""From raw JSONL lines to laid-out records (pure: no Beam, no storage).
+
+A worker hands :meth:`BlockEncoder.encode_block` the lines of one input block; it gets
+back a :class:`BlockResult`: the fixed-width records of every declared unit (in sample
+order), the variable-width overflow samples whose unit is only known once every block
+has been seen (the ``extend`` policy), and the per-sample metadata that the index
+writers turn into JSONL rows once global sample ids are known.
+
+Work is batched by ``build_batch`` samples: one tokenizer call per batch for all field
+segments, numpy for lengths, units, truncation and record layout. Per-sample Python work
+is limited to JSON parsing, rendering and hashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import numpy as np
+
+from . import errors
+from .config import FileSpec, Policies
+from .shard_format import encode_records
+from .template import FieldTypeError, render_value
+from .tokenizers import Tokenizer
+
+# Sample status codes kept per sample in BlockResult.status.
+OK = 0            # written to a declared unit
+BAD = 1           # bad record (skip policy): bad_record_index only
+OVF_SKIP = 2      # overflow dropped by the skip policy
+OVF_TRUNCATE = 3  # overflow truncated into max(sizes)
+OVF_EXTEND = 4    # overflow waiting for its extended unit
+
+_BOM = "\ufeff"
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+@dataclass
+class BlockResult:
+    """Everything one block contributes; arrays are indexed by local sample number."""
+
+    n_lines: int = 0
+    local_line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    status: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    token_count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    orig_count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    unit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+    empty_fields: dict = field(default_factory=dict)   # sample -> [field names]
+    unk: dict = field(default_factory=dict)            # sample -> (positions, field_indices, chars)
+    bad: dict = field(default_factory=dict)            # sample -> (error class, reason)
+    records: dict = field(default_factory=dict)        # unit size -> (m, slots) array, sample order
+    overflow_samples: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    overflow_lengths: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    overflow_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    first_error: Optional[tuple] = None                 # (local sample, local line, error dict)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.status.shape[0])
+
+
+@dataclass
+class _Parsed:
+    """One non-blank line after parsing and rendering (or its error)."""
+
+    local_line: int
+    values: Optional[list] = None   # rendered text per template segment
+    empty: tuple = ()
+    error: Optional[errors.MintDimError] = None
+
+
+class BlockEncoder:
+    """Turns the lines of one file's blocks into records, with the file's settings.
+
+    Holds the tokenizer and the literal segments' tokens (encoded once per template).
+    """
+
+    def __init__(self, spec: FileSpec, tokenizer: Tokenizer, policies: Policies,
+                 sizes: Optional[tuple] = None):
+        self.spec = spec
+        self.tok = tokenizer
+        self.policies = policies
+        self.sizes = np.asarray(sizes or spec.sizes, dtype=np.int64)
+        self.max_size = int(self.sizes[-1])
+        self.segments = spec.segments
+        self.n = len(self.segments)
+        self.field_slots = [j for j, s in enumerate(self.segments) if s.is_field]
+        self.literal_tokens = {
+            j: np.asarray(tokenizer.encode(s.text), dtype=np.int64)
+            for j, s in enumerate(self.segments) if not s.is_field
+        }
+        self.literal_unk_chars = {
+            j: tokenizer.unk_substrings(self.segments[j].text)
+            for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
+        }
+        self.field_names = list(spec.fields)
+
+    # -- parsing -------------------------------------------------------------------
+
+    def _parse(self, local_line: int, line, file_start: bool) -> Optional[_Parsed]:
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError:
+                if file_start and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                if not line.strip():
+                    return None
+                return self._error(local_line, errors.SourceParseError, "invalid UTF-8")
+        if file_start and line.startswith(_BOM):
+            line = line[1:]
+        if not line.strip():
+            return None
+        try:
+            obj = json.loads(line, parse_constant=_reject_constant)
+        except ValueError:
+            return self._error(local_line, errors.SourceParseError, "invalid JSON syntax")
+        if not isinstance(obj, dict):
+            return self._error(local_line, errors.SourceParseError, "JSON value is not an object")
+        missing = [f for f in self.field_names if f not in obj]
+        if missing:
+            err = errors.SampleSchemaError(
+                file=self.spec.path, line=local_line, declared=self.field_names,
+                missing=missing, available=list(obj.keys()),
+            )
+            return _Parsed(local_line, error=err)
+        try:
+            rendered = {name: render_value(name, obj[name]) for name in self.field_names}
+        except FieldTypeError as exc:
+            err = errors.SampleSchemaError.wrong_type(
+                file=self.spec.path, line=local_line, declared=self.field_names,
+                field=exc.field, type_name=exc.type_name,
+            )
+            return _Parsed(local_line, error=err)
+        values = [rendered[s.text] if s.is_field else s.text for s in self.segments]
+        empty = tuple(name for name in self.field_names if rendered[name] == "")
+        return _Parsed(local_line, values=values, empty=empty)
+
+    def _error(self, local_line, cls, reason) -> _Parsed:
+        return _Parsed(local_line, error=cls(file=self.spec.path, line=local_line, reason=reason))
+
+    # -- the block -----------------------------------------------------------------
+
+    def encode_block(self, lines: Iterable, file_start: bool = False) -> BlockResult:
+        """Encode every line of a block; ``file_start`` marks the file's first block."""
+        batch_size = self.spec.build_batch
+        parts: list[dict] = []
+        batch: list[_Parsed] = []
+        n_lines = 0
+        stop = False
+        for local_line, line in enumerate(lines):
+            n_lines += 1
+            parsed = self._parse(local_line, line, file_start and local_line == 0)
+            if parsed is None:
+                continue
+            batch.append(parsed)
+            if len(batch) >= batch_size:
+                parts.append(self._encode_batch(batch, sum(p["n"] for p in parts)))
+                batch = []
+                if parts[-1]["first_error"] is not None:
+                    stop = True
+                    break
+        if batch and not stop:
+            parts.append(self._encode_batch(batch, sum(p["n"] for p in parts)))
+        return self._merge(parts, n_lines)
+
+    def _encode_batch(self, batch: list[_Parsed], base: int) -> dict:
+        """Tokenize and lay out one batch; ``base`` is its first local sample number."""
+        S = len(batch)
+        tok = self.tok
+        status = np.zeros(S, np.int8)
+        digests = np.zeros((S, 32), np.uint8)
+        bad: dict = {}
+        empty: dict = {}
+        first_error = None
+        good = []
+        for i, p in enumerate(batch):
+            if p.error is not None:
+                status[i] = BAD
+                bad[base + i] = (type(p.error).__name__, p.error.reason)
+                if self.policies.on_bad_record == "abort" and first_error is None:
+                    first_error = (base + i, p.local_line, p.error)
+                continue
+            try:
+                rendered = "".join(p.values).encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogate from a JSON escape
+                p.error = errors.SourceParseError(file=self.spec.path, line=p.local_line, reason="invalid UTF-8")
+                status[i] = BAD
+                bad[base + i] = ("SourceParseError", "invalid UTF-8")
+                if self.policies.on_bad_record == "abort" and first_error is None:
+                    first_error = (base + i, p.local_line, p.error)
+                continue
+            digests[i] = np.frombuffer(hashlib.sha256(rendered).digest(), np.uint8)
+            if p.empty:
+                empty[base + i] = list(p.empty)
+            good.append(i)
+
+        G = len(good)
+        lengths = np.zeros((G, self.n), np.int64)
+        seg_tokens: list = [None] * self.n
+        seg_offsets: list = [None] * self.n
+        nf = len(self.field_slots)
+        if G and nf:
+            texts = [batch[i].values[j] for j in self.field_slots for i in good]
+            flat, lens = tok.encode_batch(texts)
+            lens = lens.reshape(nf, G)
+            starts = (np.cumsum(lens.reshape(-1)) - lens.reshape(-1)).reshape(nf, G)
+            for k, j in enumerate(self.field_slots):
+                lengths[:, j] = lens[k]
+                seg_tokens[j] = flat
+                seg_offsets[j] = starts[k]
+        for j, toks in self.literal_tokens.items():
+            lengths[:, j] = len(toks)
+            seg_tokens[j] = toks
+            seg_offsets[j] = np.zeros(G, np.int64)
+        counts = lengths.sum(axis=1)
+
+        idx = np.searchsorted(self.sizes, counts, side="left")
+        over = idx >= len(self.sizes)
+        unit = np.where(over, 0, self.sizes[np.minimum(idx, len(self.sizes) - 1)])
+        written = lengths
+        policy = self.policies.on_overflow
+        gstatus = np.full(G, OK, np.int8)
+        if over.any():
+            if policy == "abort":
+                first = int(np.argmax(over))
+                i = good[first]
+                err = errors.UnitOverflowError(
+                    file=self.spec.path, line=batch[i].local_line,
+                    token_count=int(counts[first]), max_unit_size=self.max_size,
+                )
+                if first_error is None or base + i < first_error[0]:
+                    first_error = (base + i, batch[i].local_line, err)
+            elif policy == "truncate":
+                gstatus[over] = OVF_TRUNCATE
+                unit[over] = self.max_size
+                before = np.cumsum(lengths, axis=1) - lengths
+                capped = np.clip(self.max_size - before, 0, lengths)
+                written = np.where(over[:, None], capped, lengths)
+            elif policy == "skip":
+                gstatus[over] = OVF_SKIP
+            else:
+                gstatus[over] = OVF_EXTEND
+        written_counts = written.sum(axis=1)
+
+        unk = self._find_unk(batch, good, base, written, seg_tokens, seg_offsets, gstatus)
+
+        records = {}
+        for size in np.unique(unit[gstatus == OK].tolist() + unit[gstatus == OVF_TRUNCATE].tolist()):
+            sel = np.nonzero(((gstatus == OK) | (gstatus == OVF_TRUNCATE)) & (unit == size))[0]
+            records[int(size)] = encode_records(
+                int(size), written[sel], seg_tokens,
+                [None if o is None else o[sel] for o in seg_offsets],
+                tok.storage.magic, tok.pad_id, tok.storage.numpy_dtype,
+            )
+        ext = np.nonzero(gstatus == OVF_EXTEND)[0]
+        ovf_tokens = np.zeros(0, np.int64)
+        if len(ext):
+            ovf_tokens = self._gather_tokens(ext, lengths, seg_tokens, seg_offsets)
+
+        full_status = status.copy()
+        token_count = np.zeros(S, np.int64)
+        orig_count = np.zeros(S, np.int64)
+        full_unit = np.zeros(S, np.int64)
+        good_arr = np.asarray(good, np.int64)
+        if G:
+            full_status[good_arr] = gstatus
+            token_count[good_arr] = written_counts
+            orig_count[good_arr] = counts
+            full_unit[good_arr] = unit
+        return {
+            "n": S,
+            "local_line": np.fromiter((p.local_line for p in batch), np.int64, count=S),
+            "status": full_status,
+            "token_count": token_count,
+            "orig_count": orig_count,
+            "unit": full_unit,
+            "digests": digests,
+            "empty": empty,
+            "unk": unk,
+            "bad": bad,
+            "records": records,
+            "ovf_samples": base + good_arr[ext] if len(ext) else np.zeros(0, np.int64),
+            "ovf_lengths": lengths[ext],
+            "ovf_tokens": ovf_tokens,
+            "first_error": first_error,
+        }
+
+    def _gather_tokens(self, rows, lengths, seg_tokens, seg_offsets) -> np.ndarray:
+        """Concatenate the payload tokens of ``rows`` (sample-major, segment order)."""
+        pieces = []
+        for r in rows:
+            for j in range(self.n):
+                start = seg_offsets[j][r]
+                pieces.append(seg_tokens[j][start:start + lengths[r, j]])
+        return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+
+    def _find_unk(self, batch, good, base, written, seg_tokens, seg_offsets, gstatus) -> dict:
+        """UNK rows for the samples that will be written, over the written payload."""
+        unk_id = self.tok.unk_id
+        candidates: set = set()
+        for j in self.field_slots:
+            toks = seg_tokens[j]
+            if toks is None or not len(toks):
+                continue
+            hits = np.nonzero(toks == unk_id)[0]
+            if len(hits):
+                # Map flat token positions back to the good-sample row that owns them.
+                rows = np.searchsorted(seg_offsets[j], hits, side="right") - 1
+                candidates.update(rows.tolist())
+        if self.literal_unk_chars:
+            candidates.update(range(len(good)))
+        result = {}
+        for r in sorted(candidates):
+            if gstatus[r] in (OVF_SKIP,):
+                continue
+            positions, fields, chars = [], [], []
+            cursor = 0
+            for j in range(self.n):
+                keep = int(written[r, j])
+                start = seg_offsets[j][r]
+                toks = seg_tokens[j][start:start + keep]
+                hits = np.nonzero(toks == unk_id)[0]
+                if len(hits):
+                    if self.segments[j].is_field:
+                        subs = self.tok.unk_substrings(batch[good[r]].values[j])
+                    else:
+                        subs = self.literal_unk_chars[j]
+                    for h in hits.tolist():
+                        positions.append(cursor + h)
+                        fields.append(j)
+                        chars.append(subs[_rank(toks, h, unk_id)] if _rank(toks, h, unk_id) < len(subs) else "")
+                cursor += keep
+            if positions:
+                result[base + good[r]] = (positions, fields, chars)
+        return result
+
+    def _merge(self, parts: list[dict], n_lines: int) -> BlockResult:
+        res = BlockResult(n_lines=n_lines)
+        if not parts:
+            return res
+        cat = np.concatenate
+        res.local_line = cat([p["local_line"] for p in parts])
+        res.status = cat([p["status"] for p in parts])
+        res.token_count = cat([p["token_count"] for p in parts])
+        res.orig_count = cat([p["orig_count"] for p in parts])
+        res.unit = cat([p["unit"] for p in parts])
+        res.digests = cat([p["digests"] for p in parts])
+        for p in parts:
+            res.empty_fields.update(p["empty"])
+            res.unk.update(p["unk"])
+            res.bad.update(p["bad"])
+            if p["first_error"] is not None and res.first_error is None:
+                res.first_error = p["first_error"]
+        sizes = sorted({s for p in parts for s in p["records"]})
+        for s in sizes:
+            res.records[s] = cat([p["records"][s] for p in parts if s in p["records"]])
+        res.overflow_samples = cat([p["ovf_samples"] for p in parts])
+        res.overflow_lengths = cat([p["ovf_lengths"] for p in parts]).reshape(-1, self.n)
+        res.overflow_tokens = cat([p["ovf_tokens"] for p in parts])
+        return res
+
+
+def _rank(tokens: np.ndarray, position: int, unk_id: int) -> int:
+    """How many UNK tokens precede ``position`` in ``tokens``."""
+    return int((tokens[:position] == unk_id).sum())

@@ -1,0 +1,87 @@
+"""The fixed-width record codec, shared by the writer and every reader (pure numpy).
+
+    [magic][len_seg_0 .. len_seg_{n-1}][payload_0 .. payload_{unit_size-1}]
+
+All slots have the token dtype, little endian; the payload is the segments' tokens in
+``sequence_template`` order, padded with the tokenizer's pad id. Because every record of
+a unit has the same width, a record's byte offset in its shard is known from its
+position alone, which is what lets many workers write shards without coordination.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def record_slots(n_segments: int, unit_size: int) -> int:
+    """Slots in one record: magic, one length per segment, the payload."""
+    return 1 + n_segments + unit_size
+
+
+def ragged_gather_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Flat indices ``starts[i] + k`` for ``k < lengths[i]``, all ``i`` in order.
+
+    The building block for moving ragged token runs without a Python loop.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    run_starts = np.cumsum(lengths) - lengths
+    within = np.arange(total, dtype=np.int64) - np.repeat(run_starts, lengths)
+    return np.repeat(np.asarray(starts, dtype=np.int64), lengths) + within
+
+
+def encode_records(
+    unit_size: int,
+    seg_lengths: np.ndarray,
+    seg_tokens: list,
+    seg_offsets: list,
+    magic: int,
+    pad_id: int,
+    dtype: np.dtype,
+) -> np.ndarray:
+    """Lay out ``m`` records of one unit as an ``(m, slots)`` array.
+
+    ``seg_lengths`` is ``(m, n)``: the tokens written for each sample and segment (already
+    truncated). For segment ``j``, sample ``i``'s tokens start at ``seg_offsets[j][i]`` in
+    the flat array ``seg_tokens[j]``; only the first ``seg_lengths[i, j]`` are taken.
+    """
+    m, n = seg_lengths.shape
+    slots = record_slots(n, unit_size)
+    out = np.full((m, slots), pad_id, dtype=dtype)
+    if m == 0:
+        return out
+    out[:, 0] = magic
+    out[:, 1:1 + n] = seg_lengths
+    flat = out.reshape(-1)
+    payload_start = np.arange(m, dtype=np.int64) * slots + 1 + n
+    cursor = payload_start
+    for j in range(n):
+        lengths = seg_lengths[:, j]
+        if lengths.any():
+            dest = ragged_gather_index(cursor, lengths)
+            src = ragged_gather_index(seg_offsets[j], lengths)
+            flat[dest] = seg_tokens[j][src]
+        cursor = cursor + lengths
+    return out
+
+
+def decode_record(record: np.ndarray, n_segments: int) -> list[np.ndarray]:
+    """Split one record (1-D slots) back into its segments' token arrays."""
+    lengths = record[1:1 + n_segments].astype(np.int64)
+    start = 1 + n_segments
+    segments = []
+    for length in lengths:
+        segments.append(record[start:start + length])
+        start += length
+    return segments
+
+
+def view_records(data: bytes | np.ndarray, dtype: np.dtype, n_segments: int, unit_size: int) -> np.ndarray:
+    """View a shard's bytes as an ``(records, slots)`` array (no copy)."""
+    arr = np.frombuffer(data, dtype=dtype) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    slots = record_slots(n_segments, unit_size)
+    if arr.size % slots:
+        raise ValueError(f"shard size {arr.size} slots is not a multiple of the record size {slots}")
+    return arr.reshape(-1, slots)

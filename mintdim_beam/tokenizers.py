@@ -1,0 +1,245 @@
+"""Tokenizer adapters: SentencePiece ``.model`` and Hugging Face ``tokenizer.json``.
+
+Pure code: an adapter is built from the file's bytes (the Beam layer reads them through
+``FileSystems``), so the same code loads a tokenizer from a local disk, ``gs://`` or
+``s3://``. The tokenizer file is the single source of truth (spec, "Tokenizer
+contract"): unk and pad ids come from the library object, never from MintDim-side vocab
+parsing, and nothing is added around the text (no BOS/EOS/CLS/SEP).
+
+A ``tokenizer.json`` may configure padding and truncation for its original use. Exact
+encoding needs both off, so the adapter switches them off on its own in-memory copy,
+after reading the configured pad id; the user's file is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+
+SENTENCEPIECE = "sentencepiece"
+HF_JSON = "hf_json"
+
+#: Extension each tokenizer kind accepts (spec: "Supported formats").
+EXTENSIONS = {SENTENCEPIECE: ".model", HF_JSON: ".json"}
+
+UINT16_MAX = 0xFFFF
+UINT32_MAX = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class TokenStorage:
+    """On-disk token dtype and the reserved per-record magic value."""
+
+    dtype: str  # "uint16" or "uint32"
+    magic: int
+
+    @property
+    def bytes_per_token(self) -> int:
+        return 2 if self.dtype == "uint16" else 4
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """Little-endian numpy dtype of every slot in a shard."""
+        return np.dtype("<u2") if self.dtype == "uint16" else np.dtype("<u4")
+
+
+def select_storage(vocab_size: int) -> TokenStorage:
+    """Pick the smallest dtype whose magic value cannot collide with a token id."""
+    if vocab_size <= UINT16_MAX:
+        return TokenStorage("uint16", UINT16_MAX)
+    if vocab_size <= UINT32_MAX:
+        return TokenStorage("uint32", UINT32_MAX)
+    raise TokenDTypeCapacityError(vocab_size=vocab_size)
+
+
+def kind_matches_path(kind: str, path: str) -> bool:
+    """True when ``path`` has the extension the tokenizer ``kind`` reads."""
+    return os.path.splitext(path)[1].lower() == EXTENSIONS[kind]
+
+
+class Tokenizer:
+    """Common interface of the two adapters.
+
+    ``encode_batch`` returns token ids as one flat int64 array plus per-text lengths:
+    batches stay in numpy from the tokenizer to the shard bytes.
+    """
+
+    kind: str
+    path: str
+    vocab_size: int
+    unk_id: int
+    pad_id: int
+    storage: TokenStorage
+
+    def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        flat, _ = self.encode_batch([text])
+        return flat.tolist()
+
+    def unk_substrings(self, text: str) -> list[str]:
+        """The exact substrings of ``text`` behind each UNK token, in token order."""
+        raise NotImplementedError
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Tokenizer block of ``manifest.json``."""
+        return {
+            "type": self.kind,
+            "path": self.path,
+            "vocab_size": self.vocab_size,
+            "unk_id": self.unk_id,
+            "pad_id": self.pad_id,
+        }
+
+
+def _flatten(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), lengths
+    flat = np.concatenate([np.asarray(x, dtype=np.int64) for x in lists if len(x)])
+    return flat, lengths
+
+
+class SentencePieceTokenizer(Tokenizer):
+    """``sentencepiece.SentencePieceProcessor`` loaded from the model proto bytes."""
+
+    kind = SENTENCEPIECE
+
+    def __init__(self, path: str, data: bytes, num_threads: int = -1):
+        import sentencepiece as spm
+
+        self.path = path
+        self._num_threads = num_threads
+        try:
+            self._sp = spm.SentencePieceProcessor(model_proto=data)
+        except Exception as exc:  # the library raises RuntimeError/OSError variants
+            raise TokenizerValidationError(
+                component="files", problem=f"could not load SentencePiece model {path}: {exc}"
+            ) from None
+        self.vocab_size = int(self._sp.get_piece_size())
+        unk, pad = int(self._sp.unk_id()), int(self._sp.pad_id())
+        if unk < 0 or unk >= self.vocab_size:
+            raise TokenizerSpecialTokenError(tokenizer=path, special_token="unk_id", problem="missing unk_id")
+        if pad < 0 or pad >= self.vocab_size:
+            raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
+        self.unk_id, self.pad_id = unk, pad
+        self.storage = select_storage(self.vocab_size)
+        self._numpy_batches = _supports_numpy_batches(self._sp)
+
+    def encode_batch(self, texts):
+        texts = list(texts)
+        if not texts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._numpy_batches:
+            arrays = self._sp.encode(texts, return_type="numpy", num_threads=self._num_threads)
+            lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+            flat = np.concatenate(arrays).astype(np.int64) if lengths.sum() else np.zeros(0, np.int64)
+            return flat, lengths
+        return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
+
+    def unk_substrings(self, text):
+        # Proto offsets are UTF-8 byte offsets into the input (before normalization).
+        try:
+            proto = self._sp.encode(text, return_type="proto")
+        except (TypeError, ValueError):  # sentencepiece < 0.2.1
+            proto = self._sp.encode(text, out_type="immutable_proto")
+        raw = text.encode("utf-8")
+        return [
+            raw[p.begin:p.end].decode("utf-8", errors="replace")
+            for p in proto.pieces
+            if p.id == self.unk_id
+        ]
+
+    def decode(self, ids):
+        return self._sp.decode([int(i) for i in ids])
+
+
+def _supports_numpy_batches(sp) -> bool:
+    try:
+        out = sp.encode(["a"], return_type="numpy")
+        return isinstance(out, list) and isinstance(out[0], np.ndarray)
+    except (TypeError, ValueError):
+        return False
+
+
+class HuggingFaceTokenizer(Tokenizer):
+    """``tokenizers.Tokenizer`` loaded from ``tokenizer.json`` text."""
+
+    kind = HF_JSON
+
+    def __init__(self, path: str, data: bytes):
+        from tokenizers import Tokenizer as HFTokenizer
+
+        self.path = path
+        try:
+            text = data.decode("utf-8")
+            tok = HFTokenizer.from_str(text)
+        except Exception as exc:
+            raise TokenizerValidationError(
+                component="files", problem=f"could not load tokenizer.json {path}: {exc}"
+            ) from None
+        self.vocab_size = int(tok.get_vocab_size(with_added_tokens=True))
+        self.unk_id = _hf_unk_id(tok, text, path)
+        padding = tok.padding
+        if not padding or padding.get("pad_id") is None:
+            raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
+        self.pad_id = int(padding["pad_id"])
+        # Padding and truncation belong to the file's original use; exact encoding
+        # needs both off (our copy only).
+        tok.no_padding()
+        tok.no_truncation()
+        self._tok = tok
+        max_id = max(tok.get_vocab(with_added_tokens=True).values(), default=0)
+        self.storage = select_storage(max(self.vocab_size, max_id + 1))
+        self._fast = hasattr(tok, "encode_batch_fast")
+
+    def encode_batch(self, texts):
+        texts = list(texts)
+        if not texts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._fast:
+            encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
+        else:
+            encodings = self._tok.encode_batch(texts, add_special_tokens=False)
+        return _flatten([e.ids for e in encodings])
+
+    def unk_substrings(self, text):
+        # HF offsets are character offsets into the Python string.
+        enc = self._tok.encode(text, add_special_tokens=False)
+        return [text[s:e] for tid, (s, e) in zip(enc.ids, enc.offsets) if tid == self.unk_id]
+
+    def decode(self, ids):
+        return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+def _hf_unk_id(tok, text: str, path: str) -> int:
+    """The unk id the model itself declares (BPE/WordPiece/WordLevel token, Unigram id)."""
+    unk_token = getattr(tok.model, "unk_token", None)
+    unk_id = tok.token_to_id(unk_token) if unk_token else None
+    if unk_id is None:
+        model = json.loads(text).get("model", {})
+        if model.get("type") == "Unigram" and isinstance(model.get("unk_id"), int):
+            unk_id = model["unk_id"]
+    if unk_id is None:
+        raise TokenizerSpecialTokenError(tokenizer=path, special_token="unk_id", problem="missing unk_id")
+    return int(unk_id)
+
+
+def load_tokenizer(kind: str, path: str, data: bytes) -> Tokenizer:
+    """Build the adapter of ``kind`` from the tokenizer file's bytes."""
+    if kind == SENTENCEPIECE:
+        return SentencePieceTokenizer(path, data)
+    if kind == HF_JSON:
+        return HuggingFaceTokenizer(path, data)
+    raise TokenizerValidationError.unsupported_format(path)
