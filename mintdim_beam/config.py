@@ -282,7 +282,7 @@ def _parse_checked(path: str, fields: list[str], template: str) -> tuple[Segment
         segments = parse_template(template)
     except TemplateSyntaxError as exc:
         raise errors.TemplateFieldMismatchError.bad_syntax(
-            file=path, fields=fields, template=template, problem=exc.problem
+            file=path, fields=fields, template=template, problem=exc.offending
         ) from None
     used = placeholders(segments)
     for name in used:

@@ -1,0 +1,638 @@
+"""Independent, single-process reference implementation of the MintDim unit build.
+
+This module is a test oracle: the test-suite runs the Beam pipeline and this
+function on the same inputs and compares the output files byte for byte.
+
+It deliberately shares no code with ``mintdim_beam`` and does not use Apache
+Beam. It follows ``DESIGN.md`` (sections 4 and 5) and ``docs/decisions.md``
+literally, with plain loops and one sample at a time; clarity wins over speed.
+
+Public API:
+
+    build_reference(files=..., fields=..., templates=..., tokenizer_kind=...,
+                    tokenizer_files=..., sizes=..., samples_per_shard=...,
+                    output_dirs=..., on_overflow="abort",
+                    on_bad_record="abort", on_template_unk="continue")
+        -> {output_dir: {relative_path: file_bytes}}
+
+    ReferenceBuildError(error_class_name, file, line)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+__all__ = ["ReferenceBuildError", "build_reference", "parse_template"]
+
+LITERAL_NAME = "token_template"
+INDEX_FILES = (
+    "sample_index.jsonl",
+    "duplicate_index.jsonl",
+    "unk_index.jsonl",
+    "overflow_index.jsonl",
+    "bad_record_index.jsonl",
+)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ReferenceBuildError(Exception):
+    """The build must fail; ``args == (error_class_name, file, line)``."""
+
+    def __init__(self, error_class_name, file=None, line=None, reason=None):
+        super().__init__(error_class_name, file, line)
+        self.error_class_name = error_class_name
+        self.file = file
+        self.line = line
+        self.reason = reason
+
+    @property
+    def error_class(self):
+        return self.error_class_name
+
+    def __str__(self):
+        text = f"{self.error_class_name} at {self.file}:{self.line}"
+        if self.reason:
+            text += f" ({self.reason})"
+        return text
+
+
+# --------------------------------------------------------------------------- json helpers
+
+
+def _json_file(obj) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _jsonl(rows) -> bytes:
+    out = []
+    for row in rows:
+        out.append(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return "".join(out).encode("utf-8")
+
+
+def _reject_constant(name):
+    # NaN, Infinity and -Infinity are not JSON.
+    raise ValueError(f"not JSON: {name}")
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def parse_template(template, source_file=None):
+    """Split a template into segments: a list of ("literal", text) / ("field", name).
+
+    ``{{`` -> ``{``, ``}}`` -> ``}``, ``{name}`` -> placeholder (raw text between the
+    braces). Empty ``{}`` or an unbalanced brace -> TemplateFieldMismatchError.
+    Empty literals are dropped.
+    """
+    segments = []
+    literal = ""
+    i = 0
+    while i < len(template):
+        ch = template[i]
+        if ch == "{":
+            if template[i + 1:i + 2] == "{":
+                literal += "{"
+                i += 2
+                continue
+            end = template.find("}", i + 1)
+            if end == -1:
+                raise ReferenceBuildError("TemplateFieldMismatchError", source_file, None,
+                                          "unbalanced '{'")
+            name = template[i + 1:end]
+            if name == "":
+                raise ReferenceBuildError("TemplateFieldMismatchError", source_file, None,
+                                          "empty placeholder {}")
+            if "{" in name:
+                raise ReferenceBuildError("TemplateFieldMismatchError", source_file, None,
+                                          "unbalanced '{'")
+            if literal:
+                segments.append(("literal", literal))
+                literal = ""
+            segments.append(("field", name))
+            i = end + 1
+        elif ch == "}":
+            if template[i + 1:i + 2] == "}":
+                literal += "}"
+                i += 2
+                continue
+            raise ReferenceBuildError("TemplateFieldMismatchError", source_file, None,
+                                      "unbalanced '}'")
+        else:
+            literal += ch
+            i += 1
+    if literal:
+        segments.append(("literal", literal))
+    return segments
+
+
+def _sequence_template(segments):
+    return [LITERAL_NAME if kind == "literal" else value for kind, value in segments]
+
+
+# --------------------------------------------------------------------------- tokenizers
+
+
+class _SentencePieceTokenizer:
+    def __init__(self, path):
+        import sentencepiece
+
+        self.path = path
+        self.sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        self.unk_id = self.sp.unk_id()
+        if self.unk_id is None or self.unk_id < 0:
+            raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing unk_id")
+        self.pad_id = self.sp.pad_id()
+        if self.pad_id is None or self.pad_id < 0:
+            raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing pad_id")
+        self.vocab_size = self.sp.get_piece_size()
+
+    def encode(self, text):
+        """Return (ids, spans): spans[k] is the source substring of token k."""
+        ids = list(self.sp.encode(text, out_type=int))
+        try:
+            proto = self.sp.encode(text, out_type="immutable_proto")
+        except ValueError:  # sentencepiece >= 0.2.1 only offers "proto"
+            proto = self.sp.encode(text, out_type="proto")
+        pieces = list(proto.pieces)
+        assert [p.id for p in pieces] == ids, "SentencePiece proto/int encodings differ"
+        raw = text.encode("utf-8")
+        spans = []
+        for piece in pieces:
+            # begin/end are UTF-8 byte offsets into the segment text.
+            spans.append(raw[piece.begin:piece.end].decode("utf-8", errors="replace"))
+        return ids, spans
+
+
+class _HFTokenizer:
+    def __init__(self, path):
+        from tokenizers import Tokenizer
+
+        self.path = path
+        tok = Tokenizer.from_file(path)
+        padding = tok.padding
+        with open(path, "r", encoding="utf-8") as handle:
+            spec = json.load(handle)
+        model = spec.get("model") or {}
+        unk_id = None
+        if model.get("type") == "Unigram":
+            value = model.get("unk_id")
+            if isinstance(value, int) and not isinstance(value, bool):
+                unk_id = value
+        else:
+            unk_token = model.get("unk_token")
+            if unk_token is not None:
+                unk_id = tok.token_to_id(unk_token)
+        if unk_id is None:
+            raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing unk_id")
+        if not padding or padding.get("pad_id") is None:
+            raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing pad_id")
+        self.unk_id = unk_id
+        self.pad_id = padding["pad_id"]
+        tok.no_padding()
+        tok.no_truncation()
+        self.tok = tok
+        self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text):
+        enc = self.tok.encode(text, add_special_tokens=False)
+        ids = list(enc.ids)
+        # offsets are character offsets into the segment text.
+        spans = [text[start:end] for start, end in enc.offsets]
+        return ids, spans
+
+
+def _load_tokenizer(kind, path):
+    if kind == "sentencepiece":
+        return _SentencePieceTokenizer(path)
+    if kind == "hf_json":
+        return _HFTokenizer(path)
+    raise ReferenceBuildError("TokenizerValidationError", path, None, f"unknown kind {kind!r}")
+
+
+def _token_dtype(vocab_size):
+    """-> (dtype name, numpy little-endian dtype, magic, bytes per token)."""
+    if vocab_size <= 0xFFFF:
+        return "uint16", "<u2", 0xFFFF, 2
+    if vocab_size <= 0xFFFFFFFF:
+        return "uint32", "<u4", 0xFFFFFFFF, 4
+    raise ReferenceBuildError("TokenDTypeCapacityError", None, None, f"vocab_size {vocab_size}")
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _read_lines(path):
+    """Yield (line_number, raw_bytes) with the BOM of line 1 and a trailing \\r removed."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()  # the text after the final newline is not a line
+    for number, raw in enumerate(pieces, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        yield number, raw
+
+
+def _render_value(value):
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    raise TypeError("arrays and objects are not renderable")
+
+
+def _parse_record(raw, declared_fields):
+    """Return ("blank", None) | ("bad", (error, reason)) | ("ok", rendered values dict)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bad", ("SourceParseError", "invalid UTF-8")
+    if text.strip() == "":
+        return "blank", None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return "bad", ("SourceParseError", "invalid JSON syntax")
+    if not isinstance(obj, dict):
+        return "bad", ("SourceParseError", "JSON value is not an object")
+    unique_fields = list(dict.fromkeys(declared_fields))
+    missing = [name for name in unique_fields if name not in obj]
+    if missing:
+        return "bad", ("SampleSchemaError", "missing fields: " + " ".join(missing))
+    for name in unique_fields:
+        if isinstance(obj[name], (list, dict)):
+            return "bad", ("SampleSchemaError", "field value must be a string: " + name)
+    values = {name: _render_value(obj[name]) for name in unique_fields}
+    return "ok", values
+
+
+# --------------------------------------------------------------------------- main entry
+
+
+def _pick(values, index, count, error_name):
+    values = list(values)
+    if len(values) == 1:
+        return values[0]
+    if len(values) == count:
+        return values[index]
+    raise ReferenceBuildError(error_name, None, None,
+                              f"received {count} input files but {len(values)} entries")
+
+
+def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files, sizes,
+                    samples_per_shard, output_dirs, on_overflow="abort",
+                    on_bad_record="abort", on_template_unk="continue"):
+    """Build every contract-fixed output file in memory.
+
+    Returns ``{output_dir: {relative_path: bytes}}``. ``unit_<size>/EMPTY_UNIT.md`` maps
+    to ``b""`` (only its existence is part of the contract). Raises ReferenceBuildError
+    when the build must fail.
+    """
+    if on_overflow not in ("abort", "truncate", "skip", "extend"):
+        raise ValueError(f"on_overflow={on_overflow!r}")
+    if on_bad_record not in ("abort", "skip"):
+        raise ValueError(f"on_bad_record={on_bad_record!r}")
+    if on_template_unk not in ("abort", "continue", "prompt"):
+        raise ValueError(f"on_template_unk={on_template_unk!r}")
+
+    files = list(files)
+    count = len(files)
+    if isinstance(output_dirs, str):
+        output_dirs = [output_dirs]
+
+    # ---- 1. resolve the per-file configuration (1-or-N broadcast)
+    tokenizers = {}  # path -> loaded tokenizer
+    file_cfgs = []
+    for index, path in enumerate(files):
+        cfg = {
+            "index": index,
+            "path": path,
+            "fields": list(_pick(fields, index, count, "FieldMappingError")),
+            "template": _pick(templates, index, count, "TemplateMappingError"),
+            "tokenizer_path": _pick(tokenizer_files, index, count, "TokenizerMappingError"),
+            "sizes": list(_pick(sizes, index, count, "UnitMappingError")),
+            "samples_per_shard": _pick(samples_per_shard, index, count, "SamplesPerShardError"),
+            "output_dir": _pick(output_dirs, index, count, "OutputMappingError"),
+        }
+        segments = parse_template(cfg["template"], path)
+        placeholders = {value for kind, value in segments if kind == "field"}
+        if placeholders != set(cfg["fields"]):
+            raise ReferenceBuildError("TemplateFieldMismatchError", path, None,
+                                      "template placeholders differ from fields")
+        cfg["segments"] = segments
+        cfg["sequence_template"] = _sequence_template(segments)
+        file_cfgs.append(cfg)
+
+    # ---- 2. tokenizers (unk/pad ids, vocab size, dtype)
+    for cfg in file_cfgs:
+        tok_path = cfg["tokenizer_path"]
+        if tok_path not in tokenizers:
+            tokenizers[tok_path] = _load_tokenizer(tokenizer_kind, tok_path)
+        tokenizer = tokenizers[tok_path]
+        cfg["tokenizer"] = tokenizer
+        cfg["dtype"] = _token_dtype(tokenizer.vocab_size)
+
+    # ---- 3. outputs: files grouped by normalised path, in declared order
+    outputs = {}  # normalised path -> {"key": first declared string, "files": [cfg...]}
+    for cfg in file_cfgs:
+        norm = os.path.normpath(cfg["output_dir"])
+        if norm not in outputs:
+            outputs[norm] = {"key": cfg["output_dir"], "files": []}
+        outputs[norm]["files"].append(cfg)
+    for group in outputs.values():
+        first = group["files"][0]
+        with open(first["tokenizer_path"], "rb") as handle:
+            first_bytes = handle.read()
+        for cfg in group["files"][1:]:
+            with open(cfg["tokenizer_path"], "rb") as handle:
+                same_tokenizer = handle.read() == first_bytes
+            if (not same_tokenizer
+                    or cfg["sequence_template"] != first["sequence_template"]
+                    or cfg["sizes"] != first["sizes"]
+                    or cfg["samples_per_shard"] != first["samples_per_shard"]):
+                raise ReferenceBuildError("OutputMappingError", cfg["path"], None,
+                                          "files sharing an output differ in config")
+
+    # ---- 4. template literals: tokenized once per file config (preflight)
+    for cfg in file_cfgs:
+        literal_tokens = {}
+        template_has_unk = False
+        for kind, value in cfg["segments"]:
+            if kind == "literal" and value not in literal_tokens:
+                ids, spans = cfg["tokenizer"].encode(value)
+                literal_tokens[value] = (ids, spans)
+                if cfg["tokenizer"].unk_id in ids:
+                    template_has_unk = True
+        cfg["literal_tokens"] = literal_tokens
+        if template_has_unk and on_template_unk != "continue":
+            # "prompt" without a TTY aborts as well.
+            raise ReferenceBuildError("TemplateTokenizerError", None, None,
+                                      f"file index {cfg['index']}")
+
+    # ---- 5. read every file in declared order; one sample at a time
+    next_sample_id = {norm: 0 for norm in outputs}
+    samples = {norm: [] for norm in outputs}  # good samples in sample_id order
+    bad_rows = {norm: [] for norm in outputs}
+    for cfg in file_cfgs:
+        norm = os.path.normpath(cfg["output_dir"])
+        tokenizer = cfg["tokenizer"]
+        max_declared = max(cfg["sizes"])
+        for line_number, raw in _read_lines(cfg["path"]):
+            status, payload = _parse_record(raw, cfg["fields"])
+            if status == "blank":
+                continue
+            sample_id = next_sample_id[norm]
+            next_sample_id[norm] += 1
+            if status == "bad":
+                error, reason = payload
+                if on_bad_record == "abort":
+                    raise ReferenceBuildError(error, cfg["path"], line_number, reason)
+                bad_rows[norm].append({
+                    "sample_id": sample_id,
+                    "source_file": cfg["path"],
+                    "source_line": line_number,
+                    "error": error,
+                    "reason": reason,
+                })
+                continue
+            values = payload
+            seg_ids = []
+            seg_spans = []
+            rendered = ""
+            for kind, value in cfg["segments"]:
+                if kind == "literal":
+                    text = value
+                    ids, spans = cfg["literal_tokens"][value]
+                else:
+                    text = values[value]
+                    ids, spans = tokenizer.encode(text)
+                rendered += text
+                seg_ids.append(list(ids))
+                seg_spans.append(list(spans))
+            token_count = sum(len(ids) for ids in seg_ids)
+            if token_count > max_declared and on_overflow == "abort":
+                raise ReferenceBuildError("UnitOverflowError", cfg["path"], line_number,
+                                          f"token_count {token_count} > {max_declared}")
+            empty_fields = [name for name in dict.fromkeys(cfg["fields"]) if values[name] == ""]
+            samples[norm].append({
+                "sample_id": sample_id,
+                "source_file": cfg["path"],
+                "source_line": line_number,
+                "hash": hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
+                "seg_ids": seg_ids,
+                "seg_spans": seg_spans,
+                "token_count": token_count,
+                "empty_fields": empty_fields,
+            })
+
+    # ---- 6. one output directory at a time
+    result = {}
+    for norm, group in outputs.items():
+        first = group["files"][0]
+        result[group["key"]] = _build_output(
+            first, samples[norm], bad_rows[norm], on_overflow)
+    return result
+
+
+def _build_output(cfg, samples, bad_rows, on_overflow):
+    tokenizer = cfg["tokenizer"]
+    dtype_name, np_dtype, magic, bytes_per_token = cfg["dtype"]
+    pad_id = tokenizer.pad_id
+    unk_id = tokenizer.unk_id
+    declared = list(cfg["sizes"])
+    max_declared = max(declared)
+    unit_sizes = list(declared)  # grows with on_overflow="extend"
+    per_shard = cfg["samples_per_shard"]
+    sequence_template = cfg["sequence_template"]
+
+    # -- unit assignment and overflow policy, in sample_id order
+    written = []  # dicts: sample, unit, seg_ids (written), seg_spans (written)
+    overflow_rows = []
+    for sample in samples:
+        count = sample["token_count"]
+        seg_ids = sample["seg_ids"]
+        seg_spans = sample["seg_spans"]
+        if count <= max_declared:
+            unit = min(size for size in declared if size >= count)
+        else:
+            row = {
+                "sample_id": sample["sample_id"],
+                "source_file": sample["source_file"],
+                "source_line": sample["source_line"],
+                "token_count": count,
+                "max_unit_size": max_declared,
+                "action": on_overflow,
+            }
+            if on_overflow == "skip":
+                overflow_rows.append(row)
+                continue
+            if on_overflow == "truncate":
+                unit = max_declared
+                remaining = max_declared
+                new_ids, new_spans = [], []
+                for ids, spans in zip(seg_ids, seg_spans):
+                    keep = min(len(ids), remaining)
+                    new_ids.append(ids[:keep])
+                    new_spans.append(spans[:keep])
+                    remaining -= keep
+                seg_ids, seg_spans = new_ids, new_spans
+            elif on_overflow == "extend":
+                if count > max(unit_sizes):
+                    unit_sizes.append(count)
+                    unit = count
+                else:
+                    unit = min(size for size in unit_sizes if size >= count)
+                row["new_unit_size"] = unit
+            else:  # "abort" was raised while reading
+                raise AssertionError("overflow with on_overflow='abort'")
+            overflow_rows.append(row)
+        written.append({"sample": sample, "unit": unit, "seg_ids": seg_ids,
+                        "seg_spans": seg_spans})
+
+    unit_sizes = sorted(unit_sizes)
+    files = {}
+
+    # -- shards, sample_index and unk_index
+    sample_rows = {}  # sample_id -> row
+    unk_rows = []
+    unit_stats = {}
+    total_shards = 0
+    for unit in unit_sizes:
+        members = [w for w in written if w["unit"] == unit]  # ascending sample_id
+        shard_count = 0
+        tokens = 0
+        pads = 0
+        for start in range(0, len(members), per_shard):
+            chunk = members[start:start + per_shard]
+            shard_path = f"unit_{unit}/shard_{shard_count:06d}.bin"
+            blob = b""
+            for position, item in enumerate(chunk):
+                payload = []
+                for ids in item["seg_ids"]:
+                    payload.extend(ids)
+                written_count = len(payload)
+                record = [magic] + [len(ids) for ids in item["seg_ids"]]
+                record += payload + [pad_id] * (unit - written_count)
+                assert len(record) == 1 + len(sequence_template) + unit
+                blob += np.array(record, dtype=np_dtype).tobytes()
+                tokens += written_count
+                pads += unit - written_count
+                sample = item["sample"]
+                sample_rows[sample["sample_id"]] = {
+                    "sample_id": sample["sample_id"],
+                    "hash": sample["hash"],
+                    "token_count": written_count,
+                    "unit_size": unit,
+                    "source_file": sample["source_file"],
+                    "source_line": sample["source_line"],
+                    "shard_path": shard_path,
+                    "empty_fields": sample["empty_fields"],
+                    "shard_record": position,
+                }
+                positions, field_indices, chars = [], [], []
+                offset = 0
+                for segment_index, (ids, spans) in enumerate(
+                        zip(item["seg_ids"], item["seg_spans"])):
+                    for k, token in enumerate(ids):
+                        if token == unk_id:
+                            positions.append(offset + k)
+                            field_indices.append(segment_index)
+                            chars.append(spans[k])
+                    offset += len(ids)
+                if positions:
+                    unk_rows.append({
+                        "sample_id": sample["sample_id"],
+                        "hash": sample["hash"],
+                        "source_file": sample["source_file"],
+                        "source_line": sample["source_line"],
+                        "unk_count": len(positions),
+                        "unk_positions": positions,
+                        "unk_field_indices": field_indices,
+                        "unk_chars": chars,
+                    })
+            files[shard_path] = blob
+            shard_count += 1
+        if not members and unit in declared:
+            files[f"unit_{unit}/EMPTY_UNIT.md"] = b""
+        slots = len(members) * unit
+        unit_stats[str(unit)] = {
+            "samples": len(members),
+            "tokens": tokens,
+            "pad_tokens": pads,
+            "padding_ratio": (pads / slots) if slots else 0.0,
+            "shards": shard_count,
+        }
+        total_shards += shard_count
+
+    sample_index = [sample_rows[key] for key in sorted(sample_rows)]
+    unk_rows.sort(key=lambda row: row["sample_id"])
+
+    # -- duplicates: every rendered sample (overflow-skipped included, bad records not)
+    by_hash = {}
+    for sample in samples:
+        by_hash.setdefault(sample["hash"], []).append(sample)
+    duplicate_rows = []
+    for digest, members in by_hash.items():
+        if len(members) < 2:
+            continue
+        duplicate_rows.append({
+            "hash": digest,
+            "count": len(members),
+            "samples": [
+                {"sample_id": m["sample_id"], "source_file": m["source_file"],
+                 "source_line": m["source_line"]}
+                for m in members
+            ],
+        })
+    duplicate_rows.sort(key=lambda row: row["samples"][0]["sample_id"])
+
+    # -- summary files
+    histogram = {str(unit): unit_stats[str(unit)]["samples"] for unit in unit_sizes}
+    total_tokens = sum(stat["tokens"] for stat in unit_stats.values())
+    total_pads = sum(stat["pad_tokens"] for stat in unit_stats.values())
+    total_slots = sum(stat["samples"] * int(size) for size, stat in unit_stats.items())
+    stats = {
+        "total_samples": len(sample_index),
+        "total_tokens": total_tokens,
+        "token_dtype": dtype_name,
+        "bytes_per_token": bytes_per_token,
+        "duplicate_groups": len(duplicate_rows),
+        "duplicate_samples": sum(row["count"] for row in duplicate_rows),
+        "samples_with_unk": len(unk_rows),
+        "unk_tokens": sum(row["unk_count"] for row in unk_rows),
+        "unit_distribution": dict(histogram),
+        "pad_tokens": total_pads,
+        "padding_ratio": (total_pads / total_slots) if total_slots else 0.0,
+        "bad_records": len(bad_rows),
+        "overflow_samples": len(overflow_rows),
+        "shards": total_shards,
+        "units": unit_stats,
+    }
+    length_field = {
+        "magic": magic,
+        "sequence_template": sequence_template,
+        "token_dtype": dtype_name,
+        "pad_token_id": pad_id,
+    }
+
+    files["histogram.json"] = _json_file(histogram)
+    files["stats.json"] = _json_file(stats)
+    files["length_field.json"] = _json_file(length_field)
+    files["sample_index.jsonl"] = _jsonl(sample_index)
+    files["duplicate_index.jsonl"] = _jsonl(duplicate_rows)
+    files["unk_index.jsonl"] = _jsonl(unk_rows)
+    files["overflow_index.jsonl"] = _jsonl(overflow_rows)
+    files["bad_record_index.jsonl"] = _jsonl(bad_rows)
+    return files
