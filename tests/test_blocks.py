@@ -1,0 +1,49 @@
+"""Byte-range blocks: every line read exactly once, whatever the block size."""
+
+import json
+
+import pytest
+
+from mintdim_beam.blocks import read_block_lines
+
+
+def _all_lines(path, size, block):
+    lines = []
+    for start in range(0, size, block):
+        got, _ = read_block_lines(str(path), start, min(size, start + block))
+        lines.extend(got)
+    return lines
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 16, 64, 1000, 10**6])
+def test_blocks_partition_lines(tmp_path, block):
+    raw = b'{"a": 1}\n\n  \n{"a": "long ' + b"x" * 150 + b'"}\r\n{"a": 3}'
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(raw)
+    lines = _all_lines(path, len(raw), block)
+    assert lines == raw.decode().split("\n")
+
+
+def test_trailing_newline_is_not_an_extra_line(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"a\nb\n")
+    assert _all_lines(path, 4, 1) == ["a", "b"]
+    assert _all_lines(path, 4, 100) == ["a", "b"]
+
+
+def test_invalid_utf8_block_falls_back_to_bytes(tmp_path):
+    path = tmp_path / "f.jsonl"
+    raw = b'{"a": 1}\n\xff\xfe\n'
+    path.write_bytes(raw)
+    lines, nbytes = read_block_lines(str(path), 0, len(raw))
+    assert lines == [b'{"a": 1}', b"\xff\xfe"]
+    assert nbytes == len(raw)
+
+
+def test_many_json_lines_any_block(tmp_path):
+    rows = [json.dumps({"i": i, "t": "y" * (i % 37)}) for i in range(300)]
+    raw = ("\n".join(rows) + "\n").encode()
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(raw)
+    for block in (5, 97, 1024):
+        assert _all_lines(path, len(raw), block) == rows

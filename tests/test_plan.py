@@ -1,0 +1,64 @@
+"""The global plan: prefix sums, ranks, extend units and shard cutting (pure)."""
+
+from mintdim_beam.config import JobSpec, Policies, resolve
+from mintdim_beam.plan import BlockSummary, OverflowSample, Piece, make_plan
+
+
+def _config(files=("a.jsonl", "b.jsonl"), outputs=("out",), sizes=(4, 8), sps=3, overflow="extend"):
+    job = JobSpec(files=list(files), fields=[["t"]], templates=["{t}"], tokenizer_kind="sentencepiece",
+                  tokenizer_files=["tok.model"], sizes=[list(sizes)], build_batch=[8],
+                  output_dirs=list(outputs), samples_per_shard=[sps])
+    return resolve(job, Policies(on_overflow=overflow))
+
+
+def _summary(file, block, n_lines, n_samples, counts, overflow=(), error=None):
+    return BlockSummary(file, block, n_lines, n_samples, dict(counts), {u: c for u, c in counts.items()},
+                        tuple(overflow), 0, len(overflow), error)
+
+
+def test_offsets_follow_file_then_block_order():
+    config = _config()
+    plan = make_plan(config, [
+        _summary(1, 0, 5, 4, {4: 4}),
+        _summary(0, 1, 3, 2, {4: 1, 8: 1}),
+        _summary(0, 0, 10, 7, {4: 5, 8: 2}),
+    ])
+    assert plan.blocks[(0, 0)].sample_offset == 0
+    assert plan.blocks[(0, 1)].sample_offset == 7
+    assert plan.blocks[(1, 0)].sample_offset == 9
+    assert plan.blocks[(0, 1)].line_offset == 10
+    assert plan.blocks[(1, 0)].line_offset == 0
+    assert plan.blocks[(1, 0)].unit_rank == {4: 6, 8: 3}
+    # unit 4 holds 10 records: shards of 3, 3, 3, 1 cut across block boundaries
+    tasks = [t for t in plan.shard_tasks if t.unit == 4]
+    assert [t.n_records for t in tasks] == [3, 3, 3, 1]
+    assert tasks[1].pieces == (Piece(0, 0, 3, 2), Piece(0, 1, 0, 1))
+    assert tasks[2].pieces == (Piece(1, 0, 0, 3),)
+    assert plan.outputs[0].shards == {4: 4, 8: 1}
+
+
+def test_extend_adds_units_in_sample_order():
+    config = _config(files=("a.jsonl",))
+    ovf = [OverflowSample(0, 12, 0, (12,)), OverflowSample(1, 10, 12, (10,)),
+           OverflowSample(2, 20, 22, (20,)), OverflowSample(3, 15, 42, (15,))]
+    plan = make_plan(config, [_summary(0, 0, 4, 4, {}, ovf[:2]), _summary(0, 1, 2, 2, {}, ovf[2:])])
+    assert plan.outputs[0].sizes == (4, 8, 12, 20)
+    # 10 fits the added 12; 15 fits the added 20
+    assert plan.blocks[(0, 0)].extend == {0: (12, 0), 1: (12, 1)}
+    assert plan.blocks[(0, 1)].extend == {2: (20, 0), 3: (20, 1)}
+    assert plan.outputs[0].samples[12] == 2 and plan.outputs[0].tokens[20] == 35
+
+
+def test_first_error_wins_by_file_then_line_and_blocks_tasks():
+    config = _config()
+    err_b = (0, 3, {"error": "SourceParseError", "fields": {"file": "x", "line": 3, "reason": "invalid JSON syntax"}})
+    err_a = (2, 1, {"error": "SourceParseError", "fields": {"file": "x", "line": 1, "reason": "invalid UTF-8"}})
+    plan = make_plan(config, [
+        _summary(1, 0, 5, 4, {4: 4}, error=err_b),
+        _summary(0, 0, 9, 7, {4: 7}),
+        _summary(0, 1, 6, 5, {4: 5}, error=err_a),
+    ])
+    assert plan.error["fields"]["file"] == "a.jsonl"
+    assert plan.error["fields"]["line"] == 9 + 1 + 1
+    assert plan.error["fields"]["reason"] == "invalid UTF-8"
+    assert plan.shard_tasks == []
