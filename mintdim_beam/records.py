@@ -206,11 +206,14 @@ class BlockEncoder:
         seg_tokens: list = [None] * self.n
         seg_offsets: list = [None] * self.n
         nf = len(self.field_slots)
+        flat = np.zeros(0, np.int64)
+        flat_starts = np.zeros(0, np.int64)
         if G and nf:
             texts = [batch[i].values[j] for j in self.field_slots for i in good]
             flat, lens = tok.encode_batch(texts)
             lens = lens.reshape(nf, G)
-            starts = (np.cumsum(lens.reshape(-1)) - lens.reshape(-1)).reshape(nf, G)
+            flat_starts = np.cumsum(lens.reshape(-1)) - lens.reshape(-1)
+            starts = flat_starts.reshape(nf, G)
             for k, j in enumerate(self.field_slots):
                 lengths[:, j] = lens[k]
                 seg_tokens[j] = flat
@@ -249,7 +252,7 @@ class BlockEncoder:
                 gstatus[over] = OVF_EXTEND
         written_counts = written.sum(axis=1)
 
-        unk = self._find_unk(batch, good, base, written, seg_tokens, seg_offsets, gstatus)
+        unk = self._find_unk(batch, good, base, written, flat, flat_starts, gstatus)
 
         records = {}
         for size in np.unique(unit[gstatus == OK].tolist() + unit[gstatus == OVF_TRUNCATE].tolist()):
@@ -301,44 +304,58 @@ class BlockEncoder:
                 pieces.append(seg_tokens[j][start:start + lengths[r, j]])
         return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
-    def _find_unk(self, batch, good, base, written, seg_tokens, seg_offsets, gstatus) -> dict:
-        """UNK rows for the samples that will be written, over the written payload."""
+    def _find_unk(self, batch, good, base, written, flat, flat_starts, gstatus) -> dict:
+        """UNK rows for the samples that will be written, over the written payload.
+
+        Vectorized over the batch: UNK hits in the flat field tokens are mapped back to
+        (segment, sample, offset); their source substrings come from one batched
+        tokenizer call over just the texts that hold UNK.
+        """
+        G = len(good)
+        if not G:
+            return {}
         unk_id = self.tok.unk_id
-        candidates: set = set()
-        for j in self.field_slots:
-            toks = seg_tokens[j]
-            if toks is None or not len(toks):
-                continue
-            hits = np.nonzero(toks == unk_id)[0]
-            if len(hits):
-                # Map flat token positions back to the good-sample row that owns them.
-                rows = np.searchsorted(seg_offsets[j], hits, side="right") - 1
-                candidates.update(rows.tolist())
-        if self.literal_unk_chars:
-            candidates.update(range(len(good)))
-        result = {}
-        for r in sorted(candidates):
-            if gstatus[r] in (OVF_SKIP,):
-                continue
-            positions, fields, chars = [], [], []
-            cursor = 0
-            for j in range(self.n):
-                keep = int(written[r, j])
-                start = seg_offsets[j][r]
-                toks = seg_tokens[j][start:start + keep]
-                hits = np.nonzero(toks == unk_id)[0]
-                if len(hits):
-                    if self.segments[j].is_field:
-                        subs = self.tok.unk_substrings(batch[good[r]].values[j])
-                    else:
-                        subs = self.literal_unk_chars[j]
-                    for h in hits.tolist():
-                        positions.append(cursor + h)
-                        fields.append(j)
-                        chars.append(subs[_rank(toks, h, unk_id)] if _rank(toks, h, unk_id) < len(subs) else "")
-                cursor += keep
-            if positions:
-                result[base + good[r]] = (positions, fields, chars)
+        pay_start = np.cumsum(written, axis=1) - written
+        rows, segs, locs, ranks = [], [], [], []
+        chars: list = []
+        hits = np.nonzero(flat == unk_id)[0]
+        if len(hits):
+            owner = np.searchsorted(flat_starts, hits, side="right") - 1
+            local = hits - flat_starts[owner]
+            first = np.r_[True, owner[1:] != owner[:-1]]
+            group_start = np.maximum.accumulate(np.where(first, np.arange(len(owner)), 0))
+            rank = np.arange(len(owner)) - group_start
+            owners = np.unique(owner)
+            k, r = owners // G, owners % G
+            texts = [batch[good[ri]].values[self.field_slots[ki]] for ki, ri in zip(k.tolist(), r.tolist())]
+            subs = dict(zip(owners.tolist(), self.tok.unk_substrings_batch(texts)))
+            seg = np.asarray(self.field_slots, np.int64)[owner // G]
+            rows.append(owner % G)
+            segs.append(seg)
+            locs.append(local)
+            ranks.append(rank)
+            chars.extend(_pick(subs[o], q) for o, q in zip(owner.tolist(), rank.tolist()))
+        for j, lit_chars in self.literal_unk_chars.items():
+            lit_local = np.nonzero(self.literal_tokens[j] == unk_id)[0]
+            rows.append(np.repeat(np.arange(G), len(lit_local)))
+            segs.append(np.full(G * len(lit_local), j, np.int64))
+            locs.append(np.tile(lit_local, G))
+            lit_rank = np.tile(np.arange(len(lit_local)), G)
+            ranks.append(lit_rank)
+            chars.extend(_pick(lit_chars, q) for q in lit_rank.tolist())
+        if not rows:
+            return {}
+        rows, segs, locs = np.concatenate(rows), np.concatenate(segs), np.concatenate(locs)
+        keep = (locs < written[rows, segs]) & (gstatus[rows] != OVF_SKIP)
+        positions = pay_start[rows, segs] + locs
+        order = np.lexsort((positions, rows))
+        order = order[keep[order]]
+        result: dict = {}
+        for i in order.tolist():
+            entry = result.setdefault(base + good[int(rows[i])], ([], [], []))
+            entry[0].append(int(positions[i]))
+            entry[1].append(int(segs[i]))
+            entry[2].append(chars[i])
         return result
 
     def _merge(self, parts: list[dict], n_lines: int) -> BlockResult:
@@ -367,6 +384,6 @@ class BlockEncoder:
         return res
 
 
-def _rank(tokens: np.ndarray, position: int, unk_id: int) -> int:
-    """How many UNK tokens precede ``position`` in ``tokens``."""
-    return int((tokens[:position] == unk_id).sum())
+def _pick(substrings: list, rank: int) -> str:
+    """The rank-th UNK substring ("" if the tokenizer reported fewer offsets)."""
+    return substrings[rank] if rank < len(substrings) else ""

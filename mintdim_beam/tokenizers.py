@@ -86,6 +86,10 @@ class Tokenizer:
 
     def unk_substrings(self, text: str) -> list[str]:
         """The exact substrings of ``text`` behind each UNK token, in token order."""
+        return self.unk_substrings_batch([text])[0]
+
+    def unk_substrings_batch(self, texts: Sequence[str]) -> list[list[str]]:
+        """``unk_substrings`` for many texts in one tokenizer call."""
         raise NotImplementedError
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -135,7 +139,8 @@ class SentencePieceTokenizer(Tokenizer):
             raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
         self.unk_id, self.pad_id = unk, pad
         self.storage = select_storage(self.vocab_size)
-        self._numpy_batches = _supports_numpy_batches(self._sp)
+        self._numpy_batches = _supports(self._sp, "numpy")
+        self._offset_mapping = _supports(self._sp, "offset_mapping")
 
     def encode_batch(self, texts):
         texts = list(texts)
@@ -148,27 +153,30 @@ class SentencePieceTokenizer(Tokenizer):
             return flat, lengths
         return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
 
-    def unk_substrings(self, text):
-        # Proto offsets are UTF-8 byte offsets into the input (before normalization).
-        try:
-            proto = self._sp.encode(text, return_type="proto")
-        except (TypeError, ValueError):  # sentencepiece < 0.2.1
+    def unk_substrings_batch(self, texts):
+        texts = list(texts)
+        unk = self.unk_id
+        if self._offset_mapping:
+            # Character offsets into each input string (before normalization).
+            found = self._sp.encode(texts, return_type="offset_mapping", num_threads=self._num_threads)
+            return [[t[s:e] for i, (s, e) in zip(r["ids"], r["offsets"]) if i == unk]
+                    for t, r in zip(texts, found)]
+        out = []
+        for text in texts:  # older sentencepiece: proto offsets are UTF-8 byte offsets
             proto = self._sp.encode(text, out_type="immutable_proto")
-        raw = text.encode("utf-8")
-        return [
-            raw[p.begin:p.end].decode("utf-8", errors="replace")
-            for p in proto.pieces
-            if p.id == self.unk_id
-        ]
+            raw = text.encode("utf-8")
+            out.append([raw[p.begin:p.end].decode("utf-8", errors="replace") for p in proto.pieces if p.id == unk])
+        return out
 
     def decode(self, ids):
         return self._sp.decode([int(i) for i in ids])
 
 
-def _supports_numpy_batches(sp) -> bool:
+def _supports(sp, return_type: str) -> bool:
+    """Whether this sentencepiece release knows a batch ``return_type`` (0.2.1+)."""
     try:
-        out = sp.encode(["a"], return_type="numpy")
-        return isinstance(out, list) and isinstance(out[0], np.ndarray)
+        out = sp.encode(["a"], return_type=return_type)
+        return isinstance(out, list)
     except (TypeError, ValueError):
         return False
 
@@ -214,10 +222,12 @@ class HuggingFaceTokenizer(Tokenizer):
             encodings = self._tok.encode_batch(texts, add_special_tokens=False)
         return _flatten([e.ids for e in encodings])
 
-    def unk_substrings(self, text):
+    def unk_substrings_batch(self, texts):
         # HF offsets are character offsets into the Python string.
-        enc = self._tok.encode(text, add_special_tokens=False)
-        return [text[s:e] for tid, (s, e) in zip(enc.ids, enc.offsets) if tid == self.unk_id]
+        texts = list(texts)
+        encodings = self._tok.encode_batch(texts, add_special_tokens=False)
+        return [[t[s:e] for tid, (s, e) in zip(enc.ids, enc.offsets) if tid == self.unk_id]
+                for t, enc in zip(texts, encodings)]
 
     def decode(self, ids):
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
