@@ -88,8 +88,8 @@ def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
     spec = JobSpec(
         files=[os.path.join(DEMO_DIR, "instructions.jsonl"), os.path.join(DEMO_DIR, "chat_vi.jsonl")],
         fields=[["instruction", "input", "output"], ["prompt", "response"]],
-        templates=["### Instruction:\n{instruction}\n\n{input}\n\n### Response:\n{output}",
-                   "{prompt}\n\n{response}"],
+        templates=["### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{output}",
+                   "Người dùng: {prompt}\n\nTrợ lý: {response}"],
         tokenizer_kind=SENTENCEPIECE,
         tokenizer_files=[os.path.join(DEMO_DIR, "demo.model")],
         sizes=[[64, 128, 256], [64, 128, 192]],
