@@ -10,7 +10,17 @@
 __version__ = "0.1.0"
 
 from .api import UnitBuildJob, pipeline  # noqa: E402
-from .launcher import BuildResult, OutputResult  # noqa: E402
-from .transforms import UnitBuild  # noqa: E402
+
+# Beam is imported on first use of these names, not at package import: the CLI sets up
+# logging first, and pure modules (reader, config) stay importable without Beam's cost.
+_LAZY = {"UnitBuild": "transforms", "BuildResult": "launcher", "OutputResult": "launcher"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["pipeline", "UnitBuildJob", "UnitBuild", "BuildResult", "OutputResult", "__version__"]

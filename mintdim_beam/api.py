@@ -11,7 +11,6 @@ import copy
 
 from . import errors
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
-from .launcher import BuildResult, launch
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
 
@@ -96,12 +95,15 @@ class UnitBuildJob:
         return resolve(self._spec, policies, block_size)
 
     def run(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print) -> BuildResult:
+            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
         ``options`` is a list of Beam flags or a ``PipelineOptions``. Raises the spec's
-        error class when validation fails or a policy aborts the build.
+        error class when validation fails or a policy aborts the build. Returns a
+        ``BuildResult``.
         """
+        from .launcher import launch  # Beam is imported only when a build runs
+
         config = self.config(on_overflow, on_template_unk, on_bad_record, block_size)
         return launch(config, runner=runner, options=options, echo=echo)
 

@@ -12,6 +12,7 @@ their bilingual message without a traceback and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import logging
 import json
 import os
 import sys
@@ -19,7 +20,6 @@ from typing import Optional, Sequence
 
 from . import errors
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
-from .launcher import launch
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
 EXIT_ERROR = 2
@@ -101,6 +101,8 @@ def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
+    from .launcher import launch  # imports Beam; after logging is configured
+
     for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size"):
         value = getattr(args, name, None)
         if value is not None:
@@ -136,7 +138,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     demo = sub.add_parser("demo", help="build the bundled sample data into OUT_DIR")
     demo.add_argument("out_dir")
     _policy_flags(demo)
+    parser.add_argument("--log-level", default="ERROR",
+                        help="Python logging level for Beam and the build (default ERROR)")
     args, beam_args = parser.parse_known_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.ERROR),
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "build":
             spec, run = load_job_file(args.job)

@@ -13,6 +13,7 @@ import json
 import platform
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
@@ -135,18 +136,29 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
             _ = p | "UnitBuild" >> UnitBuild(config, build_info)
     except Exception as exc:
         raise _build_error(config, exc) from None
+    recorded = _recorded_error(config)
+    if recorded is not None:
+        raise recorded
     result = collect(config, build_info)
     for line in shard_lines(result):
         echo(line)
     return result
 
 
-def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
-    """The spec error recorded by finalize, or mark the build failed with ``exc``."""
+def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:
+    """The spec error that finalize recorded for a policy abort, if any."""
     for out in config.outputs:
         record = storage.join(layout.staging_dir(out.path), layout.ERROR_RECORD)
         if storage.exists(record):
             return errors.error_from_dict(json.loads(storage.read_bytes(record)))
+    return None
+
+
+def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
+    """A crashed build: mark every output failed and hand back the cause."""
+    recorded = _recorded_error(config)
+    if recorded is not None:
+        return recorded
     mark_failed(config, f"{type(exc).__name__}: {exc}")
     return exc
 

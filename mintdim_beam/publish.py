@@ -8,7 +8,8 @@ and rewrites the rest with identical bytes.
 
 On a policy ``abort`` the plan carries the first error; nothing is published, every
 declared unit gets ``UNIT_BUILD_FAILED.md`` with the bilingual message, and the error
-record is kept in staging so the launcher can raise the spec's error class.
+record is kept in staging. The pipeline itself completes (an abort is an answer, not a
+crash) and yields the error per output; the launcher raises the spec's error class.
 """
 
 from __future__ import annotations
@@ -26,10 +27,6 @@ from .tokenizers import load_tokenizer
 log = logging.getLogger(__name__)
 
 PER_BLOCK_INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
-
-
-class BuildAborted(RuntimeError):
-    """Raised by finalize when a policy said ``abort``; carries the bilingual message."""
 
 
 def _concatenate(paths: Iterable[str]):
@@ -67,7 +64,8 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
         for out in config.outputs:
             for sub in ("blocks", "shards", "parts"):
                 storage.delete_tree(storage.join(layout.staging_dir(out.path), sub))
-        raise BuildAborted(message)
+            yield {"output": out.path, "error": plan.error}
+        return
     for out in config.outputs:
         yield publish_output(config, out, plan, shard_results, part_results, dup_results, build_info)
 
