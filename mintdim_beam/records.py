@@ -181,18 +181,15 @@ class BlockEncoder:
         first_error = None
         good = []
         for i, p in enumerate(batch):
+            if p.error is None:
+                try:
+                    rendered = "".join(p.values).encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
+                    p.error = errors.SourceParseError(file=self.spec.path, line=p.local_line,
+                                                      reason="invalid UTF-8")
             if p.error is not None:
                 status[i] = BAD
                 bad[base + i] = (type(p.error).__name__, p.error.reason)
-                if self.policies.on_bad_record == "abort" and first_error is None:
-                    first_error = (base + i, p.local_line, p.error)
-                continue
-            try:
-                rendered = "".join(p.values).encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogate from a JSON escape
-                p.error = errors.SourceParseError(file=self.spec.path, line=p.local_line, reason="invalid UTF-8")
-                status[i] = BAD
-                bad[base + i] = ("SourceParseError", "invalid UTF-8")
                 if self.policies.on_bad_record == "abort" and first_error is None:
                     first_error = (base + i, p.local_line, p.error)
                 continue
@@ -255,10 +252,11 @@ class BlockEncoder:
         unk = self._find_unk(batch, good, base, written, flat, flat_starts, gstatus)
 
         records = {}
-        for size in np.unique(unit[gstatus == OK].tolist() + unit[gstatus == OVF_TRUNCATE].tolist()):
-            sel = np.nonzero(((gstatus == OK) | (gstatus == OVF_TRUNCATE)) & (unit == size))[0]
-            records[int(size)] = encode_records(
-                int(size), written[sel], seg_tokens,
+        placed = (gstatus == OK) | (gstatus == OVF_TRUNCATE)
+        for size in np.unique(unit[placed]).tolist():
+            sel = np.nonzero(placed & (unit == size))[0]
+            records[size] = encode_records(
+                size, written[sel], seg_tokens,
                 [None if o is None else o[sel] for o in seg_offsets],
                 tok.storage.magic, tok.pad_id, tok.storage.numpy_dtype,
             )
