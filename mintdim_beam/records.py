@@ -99,7 +99,7 @@ class BlockEncoder:
             j: tokenizer.unk_substrings(self.segments[j].text)
             for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
         }
-        self.field_names = list(spec.fields)
+        self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
 
     # -- parsing -------------------------------------------------------------------
 
@@ -119,7 +119,7 @@ class BlockEncoder:
             return None
         try:
             obj = json.loads(line, parse_constant=_reject_constant)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             return self._error(local_line, errors.SourceParseError, "invalid JSON syntax")
         if not isinstance(obj, dict):
             return self._error(local_line, errors.SourceParseError, "JSON value is not an object")
@@ -237,6 +237,7 @@ class BlockEncoder:
                 )
                 if first_error is None or base + i < first_error[0]:
                     first_error = (base + i, batch[i].local_line, err)
+                gstatus[over] = OVF_SKIP  # the build fails; lay out nothing for these
             elif policy == "truncate":
                 gstatus[over] = OVF_TRUNCATE
                 unit[over] = self.max_size
