@@ -1,7 +1,11 @@
-"""``mintdim-beam``: build from a job file, or build the bundled demo.
+"""``mintdim-beam``: build from a job file or the bundled demo; read and check outputs.
 
     mintdim-beam build JOB.yaml [--on-overflow truncate] [Beam flags ...]
     mintdim-beam demo OUT_DIR [Beam flags ...]
+    mintdim-beam verify DIR [--tokenizer]
+    mintdim-beam inspect DIR --sample-id N | --shard PATH --record K
+    mintdim-beam plan JOB.yaml|DIR|sample_index.jsonl -k K [--multiple Q]
+    mintdim-beam report DIR -o report.html
 
 A job file (YAML or JSON) holds the same fields as the fluent API plus the policies;
 every argument the CLI does not know is handed to Beam as a pipeline option
@@ -18,7 +22,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from . import errors
+from . import consumer_cli, errors
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -138,11 +142,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     demo = sub.add_parser("demo", help="build the bundled sample data into OUT_DIR")
     demo.add_argument("out_dir")
     _policy_flags(demo)
+    consumer_cli.add_subcommands(sub)
     parser.add_argument("--log-level", default="ERROR",
                         help="Python logging level for Beam and the build (default ERROR)")
     args, beam_args = parser.parse_known_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.ERROR),
                         format="%(levelname)s %(name)s: %(message)s")
+    if args.command in consumer_cli.COMMANDS:
+        return consumer_cli.run(args, beam_args)
     try:
         if args.command == "build":
             spec, run = load_job_file(args.job)

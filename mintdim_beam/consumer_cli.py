@@ -1,0 +1,370 @@
+"""``mintdim-beam verify | inspect | plan | report``: the commands that read a dataset.
+
+    mintdim-beam verify DIR [DIR ...] [--tokenizer [PATH]] [--sample N]
+    mintdim-beam inspect DIR (--sample-id N | --shard unit_S/shard_NNNNNN.bin --record K)
+    mintdim-beam plan (JOB.yaml | DIR | sample_index.jsonl) [-k K] [--multiple Q] [Beam flags]
+    mintdim-beam report DIR -o report.html
+
+The build CLI (``cli.py``) owns the parser; :func:`add_subcommands` adds these four to
+it and :func:`run` executes one, returning the exit code: 0 when all is well, 1 when
+``verify`` finds problems, 2 for an error (printed without a traceback). Only ``plan``
+from a job file imports Beam; the others read the directory with numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, Sequence
+
+COMMANDS = ("verify", "inspect", "plan", "report")
+EXIT_PROBLEMS = 1
+EXIT_ERROR = 2
+
+
+def add_subcommands(subparsers) -> None:
+    """Add the verify, inspect, plan and report parsers to ``subparsers``."""
+    p = subparsers.add_parser("verify", help="re-read every shard and check it against the indexes",
+                              description="Check shards (magic, headers, pad tails, token ids, record counts), "
+                                          "sample_index.jsonl positions and the stats/histogram figures.")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="output directory (local or gs://, s3://)")
+    p.add_argument("--tokenizer", nargs="?", const="manifest", metavar="PATH",
+                   help="also re-tokenize a sample of rows from their source lines; without PATH the "
+                        "tokenizer named in manifest.json")
+    p.add_argument("--sample", type=int, default=64, metavar="N",
+                   help="rows to re-tokenize with --tokenizer, spread over the dataset (0 = all; default 64)")
+    p.add_argument("--max-problems", type=int, default=200, metavar="N",
+                   help="problems listed per directory (default 200; all are counted)")
+    p.set_defaults(consumer_command="verify")
+
+    p = subparsers.add_parser("inspect", help="print one sample's segments, decoded to text",
+                              description="Print a sample's segments, lengths, unit, shard and source, "
+                                          "decoded back to text with the tokenizer.")
+    p.add_argument("dir", metavar="DIR")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sample-id", type=int, metavar="N")
+    which.add_argument("--shard", metavar="PATH", help="shard path relative to DIR (with --record)")
+    p.add_argument("--record", type=int, metavar="K", help="record position in --shard")
+    p.add_argument("--tokenizer", metavar="PATH", help="tokenizer file (default: the one in manifest.json)")
+    p.add_argument("--ids", action="store_true", help="also print token ids")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(consumer_command="inspect")
+
+    p = subparsers.add_parser("plan", help="suggest the K unit sizes with the least padding",
+                              description="Token-length histogram of a job (tokenized by a Beam pipeline) or "
+                                          "of a built dataset, and the K unit sizes that minimise padding.")
+    p.add_argument("source", metavar="SOURCE", help="job file (.yaml/.yml/.json), output directory, "
+                                                    "or a sample_index.jsonl")
+    p.add_argument("-k", "--k", type=int, dest="k", metavar="K",
+                   help="number of unit sizes (default: as many as the current sizes)")
+    p.add_argument("--multiple", type=int, default=1, metavar="Q", help="round sizes up to multiples of Q")
+    p.add_argument("--sizes", metavar="S1,S2,...", help="compare against these sizes instead of the current ones")
+    p.add_argument("--block-size", dest="plan_block_size", type=int, metavar="BYTES",
+                   help="input block size for a job file")
+    p.add_argument("--json", action="store_true", help="print one JSON object per output")
+    p.set_defaults(consumer_command="plan")
+
+    p = subparsers.add_parser("report", help="write a self-contained HTML report of a dataset",
+                              description="One HTML page (no network needed) with the token-length histogram, "
+                                          "padding per unit, duplicates, UNK and overflow summaries.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("-o", "--output", default="report.html", metavar="FILE", help="HTML file (default report.html)")
+    p.add_argument("-k", "--k", type=int, dest="k", metavar="K",
+                   help="unit count for the suggested sizes (default: as many as the current sizes)")
+    p.set_defaults(consumer_command="report")
+
+
+def run(args, beam_args: Sequence[str] = ()) -> int:
+    """Execute the command ``args`` holds; ``beam_args`` are Beam flags (``plan`` only)."""
+    from . import errors
+    from .reader import ReaderError
+    from .report import ReportError
+
+    command = getattr(args, "consumer_command", None) or getattr(args, "command", None)
+    if beam_args and command != "plan":
+        print(f"mintdim-beam {command}: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        if command == "verify":
+            return _verify(args)
+        if command == "inspect":
+            return _inspect(args)
+        if command == "plan":
+            return _plan(args, list(beam_args))
+        if command == "report":
+            return _report(args)
+    except (ReaderError, ReportError, errors.MintDimError) as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_ERROR
+    except (OSError, ValueError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"mintdim-beam {command}: {message}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"mintdim-beam: unknown command {command!r}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Stand-alone entry point (the same commands without ``build``/``demo``)."""
+    parser = argparse.ArgumentParser(prog="mintdim-beam", description=__doc__.split("\n\n")[0])
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args, rest = parser.parse_known_args(argv)
+    return run(args, rest)
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def _verify(args) -> int:
+    from .verify import verify_output
+
+    status = 0
+    for path in args.dirs:
+        report = verify_output(path, tokenizer=args.tokenizer, sample_rows=args.sample)
+        for problem in report.problems[:args.max_problems]:
+            print(f"{path}: {problem}")
+        if len(report.problems) > args.max_problems:
+            print(f"{path}: ... {len(report.problems) - args.max_problems} more problems not listed")
+        print(report.summary())
+        if not report.ok:
+            status = EXIT_PROBLEMS
+    return status
+
+
+# --------------------------------------------------------------------------- inspect
+
+
+def _inspect(args) -> int:
+    from . import reader as rd
+
+    out = rd.OutputReader(args.dir)
+    if args.shard is not None:
+        if args.record is None:
+            raise ValueError("--shard needs --record K")
+        sample = out.sample_at(args.shard, args.record)
+    else:
+        try:
+            sample = out.sample(args.sample_id)
+        except KeyError:
+            raise ValueError(_why_missing(out, args.sample_id)) from None
+    tok, note = _load_tokenizer(out, args.tokenizer)
+    info = _describe(out, sample, tok)
+    if args.json:
+        if not args.ids:
+            for seg in info["segments"]:
+                seg.pop("ids")
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+        return 0
+    sid = "(no sample_index row)" if sample.sample_id is None else sample.sample_id
+    print(f"sample    {sid}")
+    if sample.source_file is not None:
+        print(f"source    {sample.source_file}:{sample.source_line}")
+    print(f"unit      {sample.unit_size}   {sample.shard_path} record {sample.shard_record}")
+    print(f"tokens    {sample.token_count} written, {sample.unit_size - sample.token_count} pad")
+    if sample.hash:
+        print(f"hash      {sample.hash}")
+    if sample.empty_fields:
+        print(f"empty     {', '.join(sample.empty_fields)}")
+    if info.get("unk"):
+        u = info["unk"]
+        print(f"unk       {len(u['unk_positions'])} at payload positions {u['unk_positions']} "
+              f"chars {json.dumps(u['unk_chars'], ensure_ascii=False)}")
+    if info.get("overflow"):
+        o = info["overflow"]
+        print(f"overflow  {o.get('action')} (original {o.get('token_count')} tokens)")
+    if note:
+        print(f"note      {note}")
+    for seg in info["segments"]:
+        print(f"[{seg['index']}] {seg['name']} ({seg['length']} tokens)")
+        if "text" in seg:
+            print("    " + json.dumps(seg["text"], ensure_ascii=False))
+        if args.ids or "text" not in seg:
+            print(f"    ids {seg['ids']}")
+    return 0
+
+
+def _load_tokenizer(out, path: Optional[str]):
+    """The tokenizer to decode with, or (None, why not)."""
+    from . import reader as rd
+    from .tokenizers import load_tokenizer
+
+    info = out.manifest.get("tokenizer") or {}
+    path = path or info.get("path")
+    try:
+        return load_tokenizer(info.get("type"), path, rd.read_bytes(path)), None
+    except Exception as exc:
+        return None, f"text not decoded: tokenizer {path} could not be loaded ({str(exc).strip().splitlines()[0]})"
+
+
+def _describe(out, sample, tok) -> dict:
+    from . import reader as rd
+
+    segments = []
+    for seg in sample.segments:
+        item = {"index": seg.index, "name": seg.name, "length": int(len(seg.ids)), "ids": seg.ids.tolist()}
+        if tok is not None:
+            item["text"] = tok.decode(seg.ids.tolist())
+        segments.append(item)
+    info = {"sample_id": sample.sample_id, "source_file": sample.source_file, "source_line": sample.source_line,
+            "unit_size": sample.unit_size, "shard_path": sample.shard_path, "shard_record": sample.shard_record,
+            "token_count": sample.token_count, "hash": sample.hash, "empty_fields": list(sample.empty_fields),
+            "segments": segments}
+    if sample.sample_id is not None:
+        for name, key in (("unk_index.jsonl", "unk"), ("overflow_index.jsonl", "overflow")):
+            path = rd.join(out.path, name)
+            if rd.exists(path):
+                for _, row in rd.iter_jsonl(path):
+                    if isinstance(row, dict) and row.get("sample_id") == sample.sample_id:
+                        info[key] = row
+                        break
+    return info
+
+
+def _why_missing(out, sample_id: int) -> str:
+    """Say why a sample id has no record: a bad record, an overflow skip, or out of range."""
+    from . import reader as rd
+
+    for name in ("bad_record_index.jsonl", "overflow_index.jsonl"):
+        path = rd.join(out.path, name)
+        if not rd.exists(path):
+            continue
+        for _, row in rd.iter_jsonl(path):
+            if isinstance(row, dict) and row.get("sample_id") == sample_id:
+                where = f"{row.get('source_file')}:{row.get('source_line')}"
+                if name.startswith("bad"):
+                    return f"sample {sample_id} ({where}) is a bad record with no shard record: " \
+                           f"{row.get('error')}: {row.get('reason')}"
+                return f"sample {sample_id} ({where}) was dropped by the overflow policy " \
+                       f"({row.get('action')}, {row.get('token_count')} tokens)"
+    ids = out.sample_ids
+    span = f"{int(ids[0])}..{int(ids[-1])}" if len(ids) else "none"
+    return f"sample {sample_id} has no record in {out.path} (written sample ids: {span})"
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _plan(args, beam_args: list) -> int:
+    from .unit_planner import dataset_length_histogram, fit, optimal_sizes
+
+    sizes_override = _parse_sizes(args.sizes) if args.sizes else None
+    source = args.source
+    plans = []
+    if source.endswith((".yaml", ".yml", ".json")):
+        if any(a for a in beam_args if not a.startswith("--")):
+            raise ValueError(f"unrecognized arguments: {' '.join(beam_args)}")
+        plans = _job_histograms(source, args, beam_args)
+    else:
+        if beam_args:
+            raise ValueError(f"Beam flags apply to a job file only: {' '.join(beam_args)}")
+        hist, info = dataset_length_histogram(source)
+        notes = []
+        if info["truncated_restored"] or info["skipped_added"]:
+            notes.append(f"{info['truncated_restored']} truncated samples counted at their original length, "
+                         f"{info['skipped_added']} skipped samples added from overflow_index.jsonl")
+        plans.append((source, hist, info["current_sizes"], notes))
+    for name, hist, current, notes in plans:
+        current = sizes_override or current
+        if not hist.samples:
+            print(f"[plan] output={name} has no samples to plan for")
+            continue
+        k = args.k or (len(current) if current else None)
+        if not k:
+            raise ValueError("give -k K: there are no current sizes to take the count from")
+        suggested = optimal_sizes(hist, k, args.multiple)
+        best = fit(hist, suggested)
+        now = fit(hist, current) if current else None
+        if args.json:
+            print(json.dumps({
+                "output": name, "samples": hist.samples, "tokens": hist.tokens,
+                "min_length": int(hist.lengths[0]), "max_length": hist.max_length,
+                "histogram": {str(k_): v for k_, v in hist.as_dict().items()},
+                "k": k, "multiple": args.multiple, "notes": notes,
+                "current": _fit_json(now), "suggested": _fit_json(best),
+            }, ensure_ascii=False))
+            continue
+        print(f"[plan] output={name} samples={hist.samples} tokens={hist.tokens} "
+              f"lengths={int(hist.lengths[0])}..{hist.max_length}")
+        for note in notes:
+            print(f"[plan] note: {note}")
+        if now is not None:
+            print(_fit_line("current  ", now))
+        print(_fit_line("suggested", best) + f" (K={k}" + (f", multiple of {args.multiple})" if args.multiple > 1 else ")"))
+        if now is not None and now.slots and not now.overflow_samples:
+            saved = now.pad_tokens - best.pad_tokens
+            print(f"[plan] padding {now.padding_ratio:.4f} -> {best.padding_ratio:.4f}: "
+                  f"{saved} fewer pad tokens ({saved / now.slots:.2%} of the current payload slots)")
+        print(f"  {'unit':>8} {'samples':>9} {'tokens':>11} {'pad':>10} {'padding':>8}")
+        for u in best.per_unit():
+            print(f"  {u['size']:>8} {u['samples']:>9} {u['tokens']:>11} {u['pad_tokens']:>10} "
+                  f"{u['padding_ratio']:>8.2%}")
+    return 0
+
+
+def _fit_line(label: str, f) -> str:
+    over = f" overflow={f.overflow_samples} samples above {max(f.sizes)} (not counted)" if f.overflow_samples else ""
+    return (f"[plan] {label} sizes={','.join(map(str, f.sizes))} padding_ratio={f.padding_ratio:.4f} "
+            f"pad_tokens={f.pad_tokens}{over}")
+
+
+def _fit_json(f) -> Optional[dict]:
+    if f is None:
+        return None
+    return {"sizes": list(f.sizes), "padding_ratio": f.padding_ratio, "pad_tokens": f.pad_tokens,
+            "overflow_samples": f.overflow_samples, "units": f.per_unit()}
+
+
+def _parse_sizes(text: str) -> list:
+    try:
+        sizes = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--sizes must be comma-separated integers, got {text!r}") from None
+    if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0:
+        raise ValueError(f"--sizes must be ascending positive integers, got {text!r}")
+    return sizes
+
+
+def _job_histograms(path: str, args, beam_args: list) -> list:
+    """Resolve the job file and tokenize its inputs on Beam: one histogram per output."""
+    from .cli import load_job_file
+    from .config import DEFAULT_BLOCK_SIZE, Policies, resolve
+    from .unit_planner import job_length_histograms
+
+    spec, run_section = load_job_file(path)
+    block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
+    policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
+    config = resolve(spec, policies, block_size)
+    _check_inputs(config)
+    found = job_length_histograms(config, options=beam_args)
+    plans = []
+    for out in config.outputs:
+        hist, bad = found[out.index]
+        notes = [f"{bad} bad records not counted"] if bad else []
+        plans.append((out.path, hist, list(out.sizes), notes))
+    return plans
+
+
+def _check_inputs(config) -> None:
+    """Inputs and tokenizers must exist; the output directories may (plan writes nothing)."""
+    from . import errors, storage
+
+    for f in config.files:
+        for path, what in ((f.path, "source file"), (f.tokenizer.path, "tokenizer file")):
+            if not storage.exists(path):
+                raise errors.MintDimFileNotFoundError(context=what, path=path)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _report(args) -> int:
+    from .report import write_report
+
+    path = write_report(args.dir, args.output, k=args.k)
+    print(f"[report] wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

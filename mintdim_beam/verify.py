@@ -1,0 +1,589 @@
+"""Check a published output directory against its own indexes and summaries.
+
+A shard is only trustworthy if every layer agrees: the bytes (magic at every record,
+header lengths that fit the unit, a payload padded with the pad id, token ids inside the
+vocabulary), the layout (``samples_per_shard`` records per shard, shards numbered from
+0), ``sample_index.jsonl`` (each row points to the record holding its sample and every
+record has exactly one row), and the summaries (``stats.json`` and ``histogram.json``
+equal to figures recounted from the shards and index files). With a tokenizer, a sample
+of rows is also re-rendered and re-tokenized from its source line and compared.
+
+Shards are scanned in chunks of records with numpy, so memory stays bounded by the
+chunk, not the shard. Every problem names its file and, for a shard, the record; the
+same check failing on many records of one shard is listed for the first few and then
+counted, so a badly broken dataset still gives a readable report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from . import reader as rd
+from .template import parse_template, render_value
+
+INDEX_FILES = ("sample_index.jsonl", "duplicate_index.jsonl", "unk_index.jsonl",
+               "overflow_index.jsonl", "bad_record_index.jsonl")
+SUMMARY_FILES = ("stats.json", "histogram.json")
+LISTED_PER_CHECK = 10          # records listed per (shard, check) before counting the rest
+_CHUNK_SLOTS = 1 << 22         # slots scanned at once (8-16 MiB of shard)
+_SHARD_NAME = re.compile(r"^shard_(\d{6})\.bin$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One inconsistency: the file, and the shard record or index line when known."""
+
+    file: str
+    message: str
+    record: Optional[int] = None
+    line: Optional[int] = None
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.record is not None:
+            where += f" record {self.record}"
+        if self.line is not None:
+            where += f" line {self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    problems: list = field(default_factory=list)
+    samples: int = 0
+    shards: int = 0
+    tokens: int = 0
+    units: int = 0
+    retokenized: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        text = (f"{self.samples} samples, {self.tokens} tokens in {self.shards} shards over "
+                f"{self.units} units")
+        if self.retokenized:
+            text += f"; {self.retokenized} samples re-tokenized from their sources"
+        if self.ok:
+            return f"verify OK {self.path}: {text}; magic, headers, pad tails, token ids, " \
+                   f"shard counts, sample_index, stats.json and histogram.json all consistent"
+        n = len(self.problems)
+        return f"verify FAILED {self.path}: {n} problem{'s' if n != 1 else ''} ({text})"
+
+
+@dataclass
+class _ShardScan:
+    """Per-record figures of one shard (complete records only)."""
+
+    records: int
+    totals: np.ndarray      # header length sum per record
+    unk: np.ndarray         # UNK tokens in the written payload per record
+
+
+class _Checker:
+    def __init__(self, path: str):
+        self.path = path
+        self.report = VerifyReport(path)
+
+    def problem(self, file: str, message: str, record=None, line=None) -> None:
+        self.report.problems.append(Problem(file, message, record, line))
+
+    def per_record(self, file: str, records: np.ndarray, describe) -> None:
+        """Report a check failing on ``records``: the first few by name, the rest counted."""
+        for r in records[:LISTED_PER_CHECK].tolist():
+            self.problem(file, describe(r), record=r)
+        if len(records) > LISTED_PER_CHECK:
+            self.problem(file, f"... and {len(records) - LISTED_PER_CHECK} more records fail the same check "
+                               f"({describe(int(records[LISTED_PER_CHECK])).split(':')[0]})")
+
+
+def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int = 64) -> VerifyReport:
+    """Check the output directory at ``path``; ``tokenizer`` (a file path, or
+    ``"manifest"`` for the one the manifest names) enables the re-tokenization of
+    ``sample_rows`` rows (0 = all)."""
+    chk = _Checker(path)
+    try:
+        meta = rd.read_metadata(path)
+    except rd.ReaderError as exc:
+        chk.problem(rd.MANIFEST, str(exc))
+        return chk.report
+    files = {}
+    for name in SUMMARY_FILES:
+        try:
+            files[name] = rd.read_json(rd.join(path, name))
+        except rd.ReaderError as exc:
+            chk.problem(name, str(exc).replace(rd.join(path, name) + ": ", ""))
+    for name in INDEX_FILES:
+        if not rd.exists(rd.join(path, name)):
+            chk.problem(name, "index file is missing")
+
+    scans = _scan_units(chk, meta)
+    index_problems: list = []
+    try:
+        index = rd.parse_sample_index(rd.read_bytes(rd.join(path, rd.SAMPLE_INDEX)), index_problems)
+    except FileNotFoundError:
+        index = rd.parse_sample_index(b"")
+    for p in index_problems:
+        chk.problem(rd.SAMPLE_INDEX, p.message, line=p.line)
+    _check_sample_index(chk, meta, index, scans)
+    counts = _check_side_indexes(chk, meta, index, scans)
+    _check_summaries(chk, meta, scans, counts, files)
+    if tokenizer:
+        _retokenize(chk, meta, index, tokenizer, sample_rows)
+
+    rep = chk.report
+    rep.units = len(meta.unit_sizes)
+    rep.shards = sum(len(s) for s in scans.values())
+    rep.samples = sum(x.records for s in scans.values() for x in s)
+    rep.tokens = int(sum(int(x.totals.sum()) for s in scans.values() for x in s))
+    return rep
+
+
+# --------------------------------------------------------------------------- shards
+
+
+def _scan_units(chk: _Checker, meta: rd.Metadata) -> dict:
+    """Scan every shard of every unit; ``{unit: [_ShardScan, ...]}`` indexed by shard number.
+
+    The layout is judged from the files themselves (numbered from 0 without gaps, every
+    shard but the last full), so one missing file is one problem, not a cascade; the
+    summaries are compared with the recount afterwards.
+    """
+    scans: dict = {}
+    sps = meta.samples_per_shard
+    on_disk = {name for name in rd.list_dir(meta.path) if name.startswith("unit_")}
+    for name in sorted(on_disk - {f"unit_{u}" for u in meta.unit_sizes}):
+        chk.problem(name, f"unit directory not in manifest units.sizes {list(meta.unit_sizes)}")
+    for unit in meta.unit_sizes:
+        udir = f"unit_{unit}"
+        names = rd.list_dir(rd.join(meta.path, udir))
+        if "UNIT_BUILD_FAILED.md" in names:
+            chk.problem(f"{udir}/UNIT_BUILD_FAILED.md", "failure marker present in a published unit")
+        numbers = set()
+        for n in names:
+            m = _SHARD_NAME.match(n)
+            if m:
+                numbers.add(int(m.group(1)))
+            elif n not in ("EMPTY_UNIT.md", "UNIT_BUILD_FAILED.md"):
+                chk.problem(f"{udir}/{n}", "unexpected file in a unit directory")
+        if not numbers and "EMPTY_UNIT.md" not in names:
+            chk.problem(udir, "unit has no shards and no EMPTY_UNIT.md marker")
+        count = max(numbers) + 1 if numbers else 0
+        scans[unit] = []
+        for k in range(count):
+            rel = meta.shard_path(unit, k)
+            if k not in numbers:
+                chk.problem(rel, "shard is missing (later shards of the unit exist)")
+                scans[unit].append(_ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                continue
+            scan = _scan_shard(chk, meta, unit, rel)
+            scans[unit].append(scan)
+            if k < count - 1 and scan.records != sps:
+                chk.problem(rel, f"holds {scan.records} records; every shard but the last must hold "
+                                 f"samples_per_shard={sps}")
+            elif k == count - 1 and not 0 < scan.records <= sps:
+                chk.problem(rel, f"holds {scan.records} records; the last shard holds 1 to "
+                                 f"samples_per_shard={sps}")
+    return scans
+
+
+def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str) -> _ShardScan:
+    full = rd.join(meta.path, *rel.split("/"))
+    data = rd.read_bytes(full) if not rd.is_local(full) else None
+    size = len(data) if data is not None else rd.file_size(full)
+    rb = meta.record_bytes(unit)
+    complete = size // rb
+    if size % rb:
+        chk.problem(rel, f"truncated: {size} bytes is not a whole number of {rb}-byte records "
+                         f"({size % rb} bytes of an incomplete record after {complete} records)",
+                    record=complete)
+    if complete == 0:
+        return _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    slots = meta.slots(unit)
+    if data is not None:
+        arr = np.frombuffer(data, dtype=meta.dtype, count=complete * slots).reshape(complete, slots)
+    else:
+        arr = np.memmap(full, dtype=meta.dtype, mode="r", shape=(complete, slots))
+    n = meta.n_segments
+    totals = np.zeros(complete, np.int64)
+    unk = np.zeros(complete, np.int64)
+    bad = {"magic": [], "header": [], "tail": [], "vocab": []}
+    first_tail: dict = {}
+    first_vocab: dict = {}
+    step = max(1, _CHUNK_SLOTS // slots)
+    pos = np.arange(unit)
+    for start in range(0, complete, step):
+        chunk = np.asarray(arr[start:start + step])
+        rows = np.arange(start, start + chunk.shape[0])
+        bad["magic"].append(rows[chunk[:, 0] != meta.magic])
+        lengths = chunk[:, 1:1 + n].astype(np.int64)
+        total = lengths.sum(axis=1)
+        totals[rows] = total
+        bad["header"].append(rows[total > unit])
+        payload = chunk[:, 1 + n:]
+        written = pos[None, :] < total[:, None]
+        tail_bad = (payload != meta.pad_id) & ~written
+        hit = tail_bad.any(axis=1)
+        for r in np.nonzero(hit)[0].tolist():
+            p = int(np.argmax(tail_bad[r]))
+            first_tail[start + r] = (p, int(payload[r, p]))
+        bad["tail"].append(rows[hit])
+        if meta.vocab_size is not None:
+            vocab_bad = (payload >= meta.vocab_size) & written
+            hit = vocab_bad.any(axis=1)
+            for r in np.nonzero(hit)[0].tolist():
+                p = int(np.argmax(vocab_bad[r]))
+                first_vocab[start + r] = (p, int(payload[r, p]))
+            bad["vocab"].append(rows[hit])
+        if meta.unk_id is not None:
+            unk[rows] = ((payload == meta.unk_id) & written).sum(axis=1)
+    cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in bad.items()}
+    chk.per_record(rel, cat["magic"], lambda r: f"magic is {int(arr[r, 0]):#x}, expected {meta.magic:#x}")
+    chk.per_record(rel, cat["header"], lambda r: f"header lengths sum to {int(totals[r])} > unit size {unit}")
+    chk.per_record(rel, cat["tail"], lambda r: (
+        f"pad tail: payload slot {first_tail[r][0]} holds {first_tail[r][1]} after the "
+        f"{int(totals[r])} written tokens, expected pad id {meta.pad_id}"))
+    chk.per_record(rel, cat["vocab"], lambda r: (
+        f"token id {first_vocab[r][1]} at payload position {first_vocab[r][0]} is >= vocab size "
+        f"{meta.vocab_size}"))
+    return _ShardScan(complete, totals, unk)
+
+
+# --------------------------------------------------------------------------- sample index
+
+
+def _check_sample_index(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, scans: dict) -> None:
+    name = rd.SAMPLE_INDEX
+    sps = meta.samples_per_shard
+    ids = index.sample_id
+    lines = index.row_line
+    if len(ids) > 1:
+        for k in np.nonzero(ids[1:] <= ids[:-1])[0][:LISTED_PER_CHECK].tolist():
+            chk.problem(name, f"sample_id {int(ids[k + 1])} is not above the previous row's {int(ids[k])} "
+                              f"(rows must be in ascending sample_id)", line=int(lines[k + 1]))
+    sources = set((meta.manifest.get("source") or {}).get("files") or [])
+    if sources:
+        for f, fname in enumerate(index.files):
+            if fname not in sources:
+                k = int(np.argmax(index.file == f))
+                chk.problem(name, f"source_file {fname!r} is not among the manifest's source files",
+                            line=int(lines[k]))
+    claimed: dict = {}     # (unit, shard) -> claims per record
+    dangling: dict = {}    # shard path -> rows pointing past its records
+    for unit in sorted(set(index.unit.tolist())):
+        rows = np.nonzero(index.unit == unit)[0]
+        if unit not in scans:
+            for k in rows[:LISTED_PER_CHECK].tolist():
+                chk.problem(name, f"unit_size {unit} is not in manifest units.sizes {list(meta.unit_sizes)}",
+                            line=int(lines[k]))
+            continue
+        pos = index.positions(sps)[rows]
+        for k in np.nonzero(pos[1:] <= pos[:-1])[0][:LISTED_PER_CHECK].tolist():
+            chk.problem(name, f"sample {int(ids[rows[k + 1]])} is stored before sample {int(ids[rows[k]])} "
+                              f"in unit {unit}; records must be in ascending sample_id",
+                        line=int(lines[rows[k + 1]]))
+        for r in rows.tolist():
+            shard, rec = int(index.shard[r]), int(index.record[r])
+            rel = meta.shard_path(unit, shard)
+            if shard >= len(scans[unit]) or rec >= scans[unit][shard].records or rec >= sps:
+                dangling.setdefault(rel, []).append(r)
+                continue
+            claimed.setdefault((unit, shard), np.zeros(scans[unit][shard].records, np.int64))[rec] += 1
+            written = int(scans[unit][shard].totals[rec])
+            if written != int(index.token_count[r]):
+                chk.problem(rel, f"header lengths sum to {written} but sample_index.jsonl line {int(lines[r])} "
+                                 f"(sample {int(ids[r])}) says token_count {int(index.token_count[r])}",
+                            record=rec)
+    for rel, rows in dangling.items():
+        for r in rows[:LISTED_PER_CHECK]:
+            chk.problem(name, f"sample {int(ids[r])} points to record {int(index.record[r])} of {rel}, "
+                              f"which does not exist", line=int(lines[r]))
+        if len(rows) > LISTED_PER_CHECK:
+            chk.problem(name, f"... and {len(rows) - LISTED_PER_CHECK} more rows point to missing records of {rel}")
+    for unit, shards in scans.items():
+        for shard, scan in enumerate(shards):
+            rel = meta.shard_path(unit, shard)
+            got = claimed.get((unit, shard), np.zeros(scan.records, np.int64))
+            chk.per_record(rel, np.nonzero(got == 0)[0], lambda r: "no sample_index.jsonl row points to this record")
+            chk.per_record(rel, np.nonzero(got > 1)[0],
+                           lambda r: f"{int(got[r])} sample_index.jsonl rows point to this record")
+
+
+def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, scans: dict) -> dict:
+    """Duplicate, UNK, overflow and bad-record indexes; returns their recounted figures."""
+    row_of = dict(zip(index.sample_id.tolist(), range(len(index))))
+    counts = {"duplicate_groups": 0, "duplicate_samples": 0, "samples_with_unk": 0, "unk_tokens": 0,
+              "overflow_samples": 0, "bad_records": 0}
+
+    def rows(name, keyed=True):
+        path = rd.join(meta.path, name)
+        if not rd.exists(path):
+            return
+        for n, row in rd.iter_jsonl(path):
+            if not isinstance(row, dict) or (keyed and not isinstance(row.get("sample_id"), int)):
+                chk.problem(name, "row is not a JSON object" + (" with an integer sample_id" if keyed else ""),
+                            line=n)
+                continue
+            yield n, row
+
+    last = -1
+    for n, row in rows("duplicate_index.jsonl", keyed=False):
+        members = row.get("samples") or []
+        sids = [m.get("sample_id") for m in members if isinstance(m, dict)]
+        counts["duplicate_groups"] += 1
+        counts["duplicate_samples"] += len(members)
+        if row.get("count") != len(members) or len(members) < 2:
+            chk.problem("duplicate_index.jsonl", f"count {row.get('count')!r} but {len(members)} samples "
+                                                  f"(a group holds at least 2)", line=n)
+        if sids != sorted(sids) or (sids and sids[0] <= last):
+            chk.problem("duplicate_index.jsonl", "groups must be ordered by first sample_id, members ascending",
+                        line=n)
+        last = sids[0] if sids else last
+        for sid in sids:
+            r = row_of.get(sid)
+            if r is not None and index.hash(r) != row.get("hash"):
+                chk.problem("duplicate_index.jsonl", f"sample {sid} has hash {index.hash(r)} in sample_index.jsonl, "
+                                                      f"not the group's {row.get('hash')}", line=n)
+
+    unk_rows: dict = {}
+    for n, row in rows("unk_index.jsonl"):
+        sid = row["sample_id"]
+        positions = row.get("unk_positions") or []
+        counts["samples_with_unk"] += 1
+        counts["unk_tokens"] += len(positions)
+        unk_rows[sid] = n
+        if row.get("unk_count") != len(positions) or len(row.get("unk_chars") or []) != len(positions) \
+                or len(row.get("unk_field_indices") or []) != len(positions):
+            chk.problem("unk_index.jsonl", "unk_count, unk_positions, unk_field_indices and unk_chars disagree "
+                                           "in length", line=n)
+        r = row_of.get(sid)
+        if r is None:
+            chk.problem("unk_index.jsonl", f"sample {sid} has no sample_index.jsonl row", line=n)
+            continue
+        unit, shard, rec = int(index.unit[r]), int(index.shard[r]), int(index.record[r])
+        if unit not in scans or shard >= len(scans[unit]) or rec >= scans[unit][shard].records:
+            continue
+        found = int(scans[unit][shard].unk[rec])
+        if meta.unk_id is not None and found != len(positions):
+            chk.problem(meta.shard_path(unit, shard), f"payload holds {found} UNK tokens (id {meta.unk_id}) but "
+                                                      f"unk_index.jsonl line {n} lists {len(positions)}", record=rec)
+    if meta.unk_id is not None:
+        for unit, shards in scans.items():
+            for shard, scan in enumerate(shards):
+                with_unk = np.nonzero(scan.unk)[0]
+                if not len(with_unk):
+                    continue
+                listed = set()
+                for r in np.nonzero((index.unit == unit) & (index.shard == shard))[0].tolist():
+                    if int(index.sample_id[r]) in unk_rows:
+                        listed.add(int(index.record[r]))
+                missing = np.asarray([x for x in with_unk.tolist() if x not in listed], np.int64)
+                chk.per_record(meta.shard_path(unit, shard), missing,
+                               lambda x: "payload holds UNK tokens but no unk_index.jsonl row lists its sample")
+
+    last = -1
+    for n, row in rows("overflow_index.jsonl"):
+        counts["overflow_samples"] += 1
+        sid, action = row["sample_id"], row.get("action")
+        if sid <= last:
+            chk.problem("overflow_index.jsonl", "rows must be in ascending sample_id", line=n)
+        last = sid
+        if action not in ("truncate", "skip", "extend"):
+            chk.problem("overflow_index.jsonl", f"action {action!r} is not truncate, skip or extend", line=n)
+        elif (action == "skip") != (sid not in row_of):
+            chk.problem("overflow_index.jsonl", f"sample {sid} ({action}) "
+                        + ("still has a sample_index.jsonl row" if action == "skip" else "has no sample_index.jsonl row"),
+                        line=n)
+        if action == "extend" and row.get("new_unit_size") not in meta.unit_sizes:
+            chk.problem("overflow_index.jsonl", f"new_unit_size {row.get('new_unit_size')!r} is not in "
+                                                f"manifest units.sizes", line=n)
+    last = -1
+    for n, row in rows("bad_record_index.jsonl"):
+        counts["bad_records"] += 1
+        sid = row["sample_id"]
+        if sid <= last:
+            chk.problem("bad_record_index.jsonl", "rows must be in ascending sample_id", line=n)
+        last = sid
+        if sid in row_of:
+            chk.problem("bad_record_index.jsonl", f"bad record {sid} also has a sample_index.jsonl row", line=n)
+    return counts
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def _check_summaries(chk: _Checker, meta: rd.Metadata, scans: dict, counts: dict, files: dict) -> None:
+    samples = {u: sum(s.records for s in scans[u]) for u in meta.unit_sizes}
+    tokens = {u: sum(int(s.totals.sum()) for s in scans[u]) for u in meta.unit_sizes}
+    shards = {u: sum(1 for s in scans[u] if s.records) for u in meta.unit_sizes}
+    unk_found = sum(int(s.unk.sum()) for u in scans for s in scans[u])
+    histogram = {str(u): samples[u] for u in meta.unit_sizes}
+    hist = files.get("histogram.json")
+    if hist is not None:
+        if not isinstance(hist, dict) or list(hist) != list(histogram):
+            chk.problem("histogram.json", f"keys {list(hist) if isinstance(hist, dict) else hist!r} are not "
+                                          f"the unit sizes {list(histogram)}")
+        else:
+            for key, want in histogram.items():
+                if hist[key] != want:
+                    chk.problem("histogram.json", f"unit {key}: {hist[key]!r} samples, recounted {want} "
+                                                  f"records in unit_{key}/")
+    stats = files.get("stats.json")
+    if stats is None:
+        return
+    if not isinstance(stats, dict):
+        chk.problem("stats.json", "must hold a JSON object")
+        return
+    slots = sum(samples[u] * u for u in meta.unit_sizes)
+    total_tokens = sum(tokens.values())
+    dtype = "uint16" if meta.dtype.itemsize == 2 else "uint32"
+    expected = {
+        "total_samples": sum(samples.values()),
+        "total_tokens": total_tokens,
+        "token_dtype": dtype,
+        "bytes_per_token": meta.dtype.itemsize,
+        "duplicate_groups": counts["duplicate_groups"],
+        "duplicate_samples": counts["duplicate_samples"],
+        "samples_with_unk": counts["samples_with_unk"],
+        "unk_tokens": counts["unk_tokens"],
+        "unit_distribution": histogram,
+        "pad_tokens": slots - total_tokens,
+        "padding_ratio": (slots - total_tokens) / slots if slots else 0.0,
+        "bad_records": counts["bad_records"],
+        "overflow_samples": counts["overflow_samples"],
+        "shards": sum(shards.values()),
+        "units": {str(u): {"samples": samples[u], "tokens": tokens[u], "pad_tokens": samples[u] * u - tokens[u],
+                           "padding_ratio": (samples[u] * u - tokens[u]) / (samples[u] * u) if samples[u] else 0.0,
+                           "shards": shards[u]} for u in meta.unit_sizes},
+    }
+    where = {"duplicate_groups": "duplicate_index.jsonl", "duplicate_samples": "duplicate_index.jsonl",
+             "samples_with_unk": "unk_index.jsonl", "unk_tokens": "unk_index.jsonl",
+             "bad_records": "bad_record_index.jsonl", "overflow_samples": "overflow_index.jsonl"}
+    for key, want in expected.items():
+        _compare(chk, "stats.json", key, stats.get(key, "<missing>"), want,
+                 f"recounted from {where.get(key, 'the shards')}")
+    if meta.unk_id is not None and unk_found != counts["unk_tokens"]:
+        chk.problem("unk_index.jsonl", f"lists {counts['unk_tokens']} UNK tokens but the shards' written payloads "
+                                       f"hold {unk_found} tokens with the unk id {meta.unk_id}")
+
+
+def _compare(chk: _Checker, file: str, key: str, got, want, source: str) -> None:
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            chk.problem(file, f"{key} is {got!r}, expected an object")
+            return
+        for k in sorted(set(got) - set(want)):
+            chk.problem(file, f"{key}.{k} is not expected (no such unit)")
+        for k, w in want.items():
+            _compare(chk, file, f"{key}.{k}", got.get(k, "<missing>"), w, source)
+        return
+    if isinstance(want, float):
+        same = isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= 1e-12 * max(1.0, abs(want))
+    else:
+        same = type(got) is type(want) and got == want
+    if not same:
+        chk.problem(file, f"{key} is {got!r}, {source}: {want!r}")
+
+
+# --------------------------------------------------------------------------- re-tokenization
+
+
+def _retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenizer: str, sample_rows: int) -> None:
+    from .tokenizers import load_tokenizer
+
+    info = meta.manifest.get("tokenizer") or {}
+    path = info.get("path") if tokenizer == "manifest" else tokenizer
+    try:
+        tok = load_tokenizer(info.get("type"), path, rd.read_bytes(path))
+    except Exception as exc:
+        chk.problem(str(path), f"cannot load the tokenizer for re-tokenization: {str(exc).strip()}")
+        return
+    for key, got in (("vocab_size", tok.vocab_size), ("unk_id", tok.unk_id), ("pad_id", tok.pad_id)):
+        if info.get(key) != got:
+            chk.problem(str(path), f"tokenizer {key} is {got}, manifest.json says {info.get(key)}")
+    source = meta.manifest.get("source") or {}
+    files, templates = source.get("files") or [], source.get("templates") or []
+    n = len(index)
+    if n == 0:
+        return
+    picks = np.arange(n) if sample_rows <= 0 or sample_rows >= n else \
+        np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
+    truncated = set()
+    for _, row in rd.iter_jsonl(rd.join(meta.path, "overflow_index.jsonl")):
+        if isinstance(row, dict) and row.get("action") == "truncate":
+            truncated.add(row.get("sample_id"))
+    reader = rd.OutputReader(meta.path, index=index)
+    by_file: dict = {}
+    for r in picks.tolist():
+        by_file.setdefault(index.files[int(index.file[r])], []).append(r)
+    for fname, rows in by_file.items():
+        if fname not in files:
+            continue
+        fi = files.index(fname)
+        segments = parse_template(templates[fi])
+        wanted = {int(index.line[r]): r for r in rows}
+        try:
+            lines = _source_lines(fname, set(wanted))
+        except OSError as exc:
+            chk.problem(fname, f"cannot read the source file for re-tokenization: {exc}")
+            continue
+        for line_no, r in sorted(wanted.items()):
+            sid = int(index.sample_id[r])
+            where = f"{fname}:{line_no} (sample {sid})"
+            try:
+                obj = json.loads(lines[line_no])
+                texts = [render_value(s.text, obj[s.text]) if s.is_field else s.text for s in segments]
+            except Exception as exc:  # a source changed since the build
+                chk.problem(rd.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
+                            line=int(index.row_line[r]))
+                continue
+            digest = hashlib.sha256("".join(texts).encode("utf-8")).hexdigest()
+            if digest != index.hash(r):
+                chk.problem(rd.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
+                                             f"{index.hash(r)}", line=int(index.row_line[r]))
+            expected = [np.asarray(tok.encode(t), np.int64) for t in texts]
+            if sid in truncated:
+                expected = _truncate(expected, int(index.token_count[r]))
+            try:
+                sample = reader.sample_at_row(r)
+            except rd.ReaderError:
+                continue  # already reported by the shard scan
+            got = [s.ids.astype(np.int64) for s in sample.segments]
+            for j, (e, g) in enumerate(zip(expected, got)):
+                if len(e) != len(g) or not np.array_equal(e, g):
+                    chk.problem(sample.shard_path, f"{where}: segment {j} ({meta.sequence_template[j]}) holds "
+                                                   f"{len(g)} tokens that differ from the {len(e)} the tokenizer "
+                                                   f"gives for the source", record=sample.shard_record)
+                    break
+            chk.report.retokenized += 1
+
+
+def _truncate(segments: list, keep: int) -> list:
+    """The build's truncation: keep the first ``keep`` payload tokens, last segments shrink."""
+    out, left = [], keep
+    for s in segments:
+        out.append(s[:max(0, left)])
+        left -= len(s)
+    return out
+
+
+def _source_lines(path: str, wanted: set) -> dict:
+    """``{line number: text}`` for the wanted 1-based lines (BOM and ``\\r`` removed)."""
+    data = rd.read_bytes(path)
+    found = {}
+    for n, raw in enumerate(data.split(b"\n"), start=1):
+        if n in wanted:
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            found[n] = raw.decode("utf-8", errors="replace")
+    return found

@@ -1,0 +1,205 @@
+"""``verify`` on a clean build and on copies corrupted in one precise way each.
+
+Every corruption must be reported with the file and, for shards, the record; a clean
+build must pass with a one-line summary and exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_reader import SAMPLES_PER_SHARD, make_dataset
+
+from mintdim_beam.consumer_cli import main as consumer_main
+from mintdim_beam.verify import verify_output
+
+N_SEG = 4          # Question literal, q, Answer literal, a
+U = 48             # the unit the corruptions hit
+SLOTS = 1 + N_SEG + U
+BPT = 2            # uint16
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> str:
+    return make_dataset(tmp_path_factory.mktemp("verify"))
+
+
+@pytest.fixture
+def copy(built, tmp_path):
+    def make() -> Path:
+        dst = tmp_path / "copy"
+        shutil.copytree(built, dst)
+        return dst
+
+    return make
+
+
+def messages(report) -> list:
+    return [str(p) for p in report.problems]
+
+
+def shard(d: Path, k: int = 0) -> Path:
+    return d / f"unit_{U}" / f"shard_{k:06d}.bin"
+
+
+def patch_slot(path: Path, record: int, slot: int, value: int) -> None:
+    data = bytearray(path.read_bytes())
+    at = (record * SLOTS + slot) * BPT
+    data[at:at + BPT] = int(value).to_bytes(BPT, "little")
+    path.write_bytes(bytes(data))
+
+
+def read_slot(path: Path, record: int, slot: int) -> int:
+    at = (record * SLOTS + slot) * BPT
+    return int.from_bytes(path.read_bytes()[at:at + BPT], "little")
+
+
+def test_clean_build_passes(built, capsys):
+    report = verify_output(built, tokenizer="manifest", sample_rows=0)
+    assert report.ok, messages(report)
+    assert report.samples == 26 and report.retokenized == 26
+    assert consumer_main(["verify", built]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith(f"verify OK {built}: 26 samples")
+
+
+def test_flipped_magic_byte(copy):
+    d = copy()
+    data = bytearray(shard(d).read_bytes())
+    data[2 * SLOTS * BPT] ^= 0x01            # record 2, slot 0
+    shard(d).write_bytes(bytes(data))
+    assert messages(verify_output(str(d))) == [
+        f"unit_{U}/shard_000000.bin record 2: magic is 0xfffe, expected 0xffff"]
+
+
+def test_flipped_header_length(copy):
+    d = copy()
+    patch_slot(shard(d), 1, 4, read_slot(shard(d), 1, 4) - 1)   # answer length one short
+    found = messages(verify_output(str(d)))
+    assert any(m.startswith(f"unit_{U}/shard_000000.bin record 1: header lengths sum to") and
+               "sample_index.jsonl line" in m for m in found)
+    assert any(m.startswith(f"unit_{U}/shard_000000.bin record 1: pad tail") for m in found)
+    assert any(m.startswith("stats.json: total_tokens") for m in found)
+
+
+def test_token_id_beyond_vocabulary(copy):
+    d = copy()
+    patch_slot(shard(d), 3, 1 + N_SEG + 2, 900)                  # vocab is 800
+    assert messages(verify_output(str(d))) == [
+        f"unit_{U}/shard_000000.bin record 3: token id 900 at payload position 2 is >= vocab size 800"]
+
+
+def test_dirty_pad_tail(copy):
+    d = copy()
+    patch_slot(shard(d, 1), 0, SLOTS - 1, 5)
+    found = messages(verify_output(str(d)))
+    assert found == [f"unit_{U}/shard_000001.bin record 0: pad tail: payload slot {U - 1} holds 5 after the "
+                     f"{found[0].split('after the ')[1].split(' ')[0]} written tokens, expected pad id 0"]
+
+
+def test_truncated_shard(copy):
+    d = copy()
+    last = sorted((d / f"unit_{U}").glob("shard_*.bin"))[-1]
+    size = last.stat().st_size
+    last.write_bytes(last.read_bytes()[:size - 10])
+    records = size // (SLOTS * BPT)
+    found = messages(verify_output(str(d)))
+    rel = f"unit_{U}/{last.name}"
+    assert found[0].startswith(f"{rel} record {records - 1}: truncated: {size - 10} bytes")
+    assert any(m.startswith("sample_index.jsonl line") and f"record {records - 1} of {rel}, which does not exist" in m
+               for m in found)
+    assert f"histogram.json: unit {U}: 13 samples, recounted 12 records in unit_{U}/" in found
+
+
+def test_deleted_sample_index_row(copy):
+    d = copy()
+    index = d / "sample_index.jsonl"
+    lines = index.read_text(encoding="utf-8").splitlines(keepends=True)
+    victim = next(json.loads(l) for l in lines if json.loads(l)["unit_size"] == U
+                  and json.loads(l)["shard_path"].endswith("000001.bin"))
+    index.write_text("".join(l for l in lines if json.loads(l)["sample_id"] != victim["sample_id"]),
+                     encoding="utf-8")
+    assert messages(verify_output(str(d))) == [
+        f"{victim['shard_path']} record {victim['shard_record']}: no sample_index.jsonl row points to this record"]
+
+
+def test_row_pointing_elsewhere(copy):
+    d = copy()
+    index = d / "sample_index.jsonl"
+    rows = [json.loads(l) for l in index.read_text(encoding="utf-8").splitlines()]
+    k = next(i for i, r in enumerate(rows) if r["unit_size"] == U)
+    rows[k]["shard_record"] = SAMPLES_PER_SHARD - 1         # claims another record's slot
+    index.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows),
+                     encoding="utf-8")
+    found = messages(verify_output(str(d)))
+    assert any("record 0: no sample_index.jsonl row points to this record" in m for m in found)
+    assert any(f"record {SAMPLES_PER_SHARD - 1}: 2 sample_index.jsonl rows point to this record" in m for m in found)
+    assert any("ascending sample_id" in m and m.startswith("sample_index.jsonl line") for m in found)
+
+
+def test_changed_stats_and_histogram(copy):
+    d = copy()
+    stats = json.loads((d / "stats.json").read_text())
+    stats["total_tokens"] += 1
+    stats["units"][str(U)]["shards"] = 9
+    stats["unk_tokens"] = 0
+    (d / "stats.json").write_text(json.dumps(stats, indent=2))
+    hist = json.loads((d / "histogram.json").read_text())
+    hist["24"] = 3
+    (d / "histogram.json").write_text(json.dumps(hist, indent=2))
+    found = messages(verify_output(str(d)))
+    assert f"stats.json: total_tokens is {stats['total_tokens']}, recounted from the shards: {stats['total_tokens'] - 1}" in found
+    assert f"stats.json: units.{U}.shards is 9, recounted from the shards: 4" in found
+    assert "stats.json: unk_tokens is 0, recounted from unk_index.jsonl: 3" in found
+    assert "histogram.json: unit 24: 3 samples, recounted 2 records in unit_24/" in found
+    assert len(found) == 4
+
+
+def test_missing_shard_and_index_file(copy):
+    d = copy()
+    shard(d, 0).unlink()
+    (d / "unk_index.jsonl").unlink()
+    found = messages(verify_output(str(d)))
+    assert f"unit_{U}/shard_000000.bin: shard is missing (later shards of the unit exist)" in found
+    assert "unk_index.jsonl: index file is missing" in found
+
+
+def test_unk_index_checked_against_payload(copy):
+    d = copy()
+    (d / "unk_index.jsonl").write_text("", encoding="utf-8")
+    found = messages(verify_output(str(d)))
+    assert any("payload holds UNK tokens but no unk_index.jsonl row lists its sample" in m and " record " in m
+               for m in found)
+
+
+def test_retokenization_catches_changed_source(tmp_path):
+    d = make_dataset(tmp_path, name="src")
+    src = tmp_path / "src.jsonl"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[0])
+    row["a"] = row["a"] + " honey"
+    lines[0] = json.dumps(row) + "\n"
+    src.write_text("".join(lines), encoding="utf-8")
+    report = verify_output(d, tokenizer="manifest", sample_rows=0)
+    found = messages(report)
+    assert any(m.startswith("sample_index.jsonl line 1: ") and "src.jsonl:1 (sample 0): hash of the re-rendered" in m
+               for m in found)
+    assert any("record 0: " in m and "src.jsonl:1 (sample 0): segment 3 (a)" in m for m in found)
+    assert len(found) == 2
+
+
+def test_cli_lists_problems_and_exits_non_zero(copy, capsys, tmp_path):
+    d = copy()
+    data = bytearray(shard(d).read_bytes())
+    data[0] ^= 0x10
+    shard(d).write_bytes(bytes(data))
+    assert consumer_main(["verify", str(d)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{d}: unit_{U}/shard_000000.bin record 0: magic is 0xffef, expected 0xffff"
+    assert out[-1].startswith(f"verify FAILED {d}: 1 problem (")
+    assert consumer_main(["verify", str(tmp_path / "nothing")]) == 1
+    assert "no manifest.json" in capsys.readouterr().out
