@@ -22,7 +22,8 @@ from typing import NamedTuple, Optional
 from .config import BuildConfig
 
 
-class BlockRef(NamedTuple):
+@dataclass(frozen=True)
+class BlockRef:
     """A byte range of one input file; the unit of parallel reading."""
 
     file: int
@@ -40,7 +41,8 @@ class OverflowSample(NamedTuple):
     lengths: tuple             # per-segment token lengths
 
 
-class BlockSummary(NamedTuple):
+@dataclass(frozen=True)
+class BlockSummary:
     """What a block reports after encoding: counts only, no tokens."""
 
     file: int
@@ -64,7 +66,8 @@ class Piece(NamedTuple):
     count: int
 
 
-class ShardTask(NamedTuple):
+@dataclass(frozen=True)
+class ShardTask:
     output: int
     unit: int
     shard: int

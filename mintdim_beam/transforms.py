@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
@@ -38,6 +38,20 @@ HASH_BUCKETS = 64
 log = logging.getLogger(__name__)
 
 
+# Elements that cross a Beam boundary are frozen dataclasses, not NamedTuples: some
+# runners (Dask) move tuples through coders that drop the NamedTuple class.
+
+
+# EncodeBlocks has two kinds of output. They travel as (kind, value) pairs split by two
+# FlatMaps rather than as tagged outputs, which not every runner supports (Dask mixes them).
+SUMMARY, HASHES = "summary", "hashes"
+
+
+def _take(element, kind):
+    if element[0] == kind:
+        yield element[1]
+
+
 class _Handle:
     """Weak-referenceable holder, so ``Shared`` can cache tokenizers per process."""
 
@@ -52,7 +66,8 @@ def _load_tokenizers(config: BuildConfig):
     return _Handle(cache)
 
 
-class ShardResult(NamedTuple):
+@dataclass(frozen=True)
+class ShardResult:
     output: int
     unit: int
     shard: int
@@ -60,7 +75,8 @@ class ShardResult(NamedTuple):
     bytes: int
 
 
-class PartResult(NamedTuple):
+@dataclass(frozen=True)
+class PartResult:
     output: int
     file: int
     block: int
@@ -68,7 +84,8 @@ class PartResult(NamedTuple):
     unk_tokens: int
 
 
-class DuplicatePartResult(NamedTuple):
+@dataclass(frozen=True)
+class DuplicatePartResult:
     output: int
     file: int
     block: int
@@ -106,10 +123,9 @@ class _EncodeBlockFn(beam.DoFn):
         result = self._encoder(ref.file).encode_block(lines, file_start=ref.start == 0)
         self._samples.inc(result.n_samples)
         self._bad.inc(len(result.bad))
-        summary = _spill(out.path, ref, result)
-        yield summary
+        yield SUMMARY, _spill(out.path, ref, result)
         for key, value in _hash_batches(spec.output, ref, result):
-            yield beam.pvalue.TaggedOutput("hashes", (key, value))
+            yield HASHES, (key, value)
 
 
 def _spill(out_path: str, ref: BlockRef, result: BlockResult) -> BlockSummary:
@@ -310,12 +326,17 @@ class UnitBuild(beam.PTransform):
             pbegin
             | "ListBlocks" >> beam.Create(refs, reshuffle=False)
             | "SpreadBlocks" >> beam.Reshuffle()
-            | "EncodeBlocks" >> beam.ParDo(_EncodeBlockFn(config, shared)).with_outputs("hashes", main="summaries")
+            | "EncodeBlocks" >> beam.ParDo(_EncodeBlockFn(config, shared))
         )
+        summaries = encoded | "TakeSummaries" >> beam.FlatMap(_take, SUMMARY)
+        hashes = encoded | "TakeHashes" >> beam.FlatMap(_take, HASHES)
+        # A single-key GroupByKey rather than CombineGlobally/ToList: every runner gets
+        # a GroupByKey right, while Dask's combine emits one partial list per partition.
         plan = (
-            encoded.summaries
-            | "CollectSummaries" >> beam.combiners.ToList()
-            | "MakePlan" >> beam.Map(lambda summaries: make_plan(config, summaries))
+            summaries
+            | "KeySummaries" >> beam.Map(lambda s: (0, s))
+            | "CollectSummaries" >> beam.GroupByKey()
+            | "MakePlan" >> beam.MapTuple(lambda _, summaries: make_plan(config, summaries))
         )
         plan_view = beam.pvalue.AsSingleton(plan)
         shard_results = (
@@ -331,7 +352,7 @@ class UnitBuild(beam.PTransform):
             | "WriteIndexParts" >> beam.ParDo(_WriteIndexPartsFn(config), plan_view)
         )
         dup_results = (
-            encoded.hashes
+            hashes
             | "GroupHashes" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn())
             | "GroupByFirstBlock" >> beam.GroupByKey()
