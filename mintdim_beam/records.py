@@ -91,6 +91,7 @@ class BlockEncoder:
         self.segments = spec.segments
         self.n = len(self.segments)
         self.field_slots = [j for j, s in enumerate(self.segments) if s.is_field]
+        self._field_slot_array = np.asarray(self.field_slots, dtype=np.int64)
         self.literal_tokens = {
             j: np.asarray(tokenizer.encode(s.text), dtype=np.int64)
             for j, s in enumerate(self.segments) if not s.is_field
@@ -307,54 +308,55 @@ class BlockEncoder:
         """UNK rows for the samples that will be written, over the written payload.
 
         Vectorized over the batch: UNK hits in the flat field tokens are mapped back to
-        (segment, sample, offset); their source substrings come from one batched
-        tokenizer call over just the texts that hold UNK.
+        (sample, segment, token index); hits that are not written (truncated, skipped)
+        are dropped first; the source substrings of the rest come from one batched
+        tokenizer call over just the texts that hold them.
         """
         G = len(good)
         if not G:
             return {}
         unk_id = self.tok.unk_id
-        pay_start = np.cumsum(written, axis=1) - written
-        rows, segs, locs, ranks = [], [], [], []
+        rows, segs, locs = [], [], []
         chars: list = []
         hits = np.nonzero(flat == unk_id)[0]
         if len(hits):
             owner = np.searchsorted(flat_starts, hits, side="right") - 1
             local = hits - flat_starts[owner]
-            first = np.r_[True, owner[1:] != owner[:-1]]
-            group_start = np.maximum.accumulate(np.where(first, np.arange(len(owner)), 0))
-            rank = np.arange(len(owner)) - group_start
-            owners = np.unique(owner)
-            k, r = owners // G, owners % G
-            texts = [batch[good[ri]].values[self.field_slots[ki]] for ki, ri in zip(k.tolist(), r.tolist())]
-            subs = dict(zip(owners.tolist(), self.tok.unk_substrings_batch(texts)))
-            seg = np.asarray(self.field_slots, np.int64)[owner // G]
-            rows.append(owner % G)
-            segs.append(seg)
-            locs.append(local)
-            ranks.append(rank)
-            chars.extend(_pick(subs[o], q) for o, q in zip(owner.tolist(), rank.tolist()))
+            r = owner % G
+            j = self._field_slot_array[owner // G]
+            keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
+            owner, local, r, j = owner[keep], local[keep], r[keep], j[keep]
+            if len(owner):
+                bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+                texts = [batch[good[o % G]].values[self.field_slots[o // G]] for o in owner[bounds].tolist()]
+                wanted = [p.tolist() for p in np.split(local, bounds[1:])]
+                chars.extend(self.tok.unk_substrings_at(texts, wanted))
+                rows.append(r)
+                segs.append(j)
+                locs.append(local)
         for j, lit_chars in self.literal_unk_chars.items():
             lit_local = np.nonzero(self.literal_tokens[j] == unk_id)[0]
-            rows.append(np.repeat(np.arange(G), len(lit_local)))
-            segs.append(np.full(G * len(lit_local), j, np.int64))
-            locs.append(np.tile(lit_local, G))
-            lit_rank = np.tile(np.arange(len(lit_local)), G)
-            ranks.append(lit_rank)
-            chars.extend(_pick(lit_chars, q) for q in lit_rank.tolist())
-        if not rows:
+            r = np.repeat(np.arange(G), len(lit_local))
+            local = np.tile(lit_local, G)
+            rank = np.tile(np.arange(len(lit_local)), G)
+            keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
+            rows.append(r[keep])
+            segs.append(np.full(int(keep.sum()), j, np.int64))
+            locs.append(local[keep])
+            chars.extend(_pick(lit_chars, q) for q in rank[keep].tolist())
+        if not chars:
             return {}
         rows, segs, locs = np.concatenate(rows), np.concatenate(segs), np.concatenate(locs)
-        keep = (locs < written[rows, segs]) & (gstatus[rows] != OVF_SKIP)
-        positions = pay_start[rows, segs] + locs
+        positions = (np.cumsum(written, axis=1) - written)[rows, segs] + locs
         order = np.lexsort((positions, rows))
-        order = order[keep[order]]
+        rows_sorted = rows[order]
+        pos_sorted = positions[order].tolist()
+        seg_sorted = segs[order].tolist()
+        chars_sorted = [chars[i] for i in order.tolist()]
+        starts = np.flatnonzero(np.r_[True, rows_sorted[1:] != rows_sorted[:-1]]).tolist()
         result: dict = {}
-        for i in order.tolist():
-            entry = result.setdefault(base + good[int(rows[i])], ([], [], []))
-            entry[0].append(int(positions[i]))
-            entry[1].append(int(segs[i]))
-            entry[2].append(chars[i])
+        for a, b in zip(starts, starts[1:] + [len(pos_sorted)]):
+            result[base + good[int(rows_sorted[a])]] = (pos_sorted[a:b], seg_sorted[a:b], chars_sorted[a:b])
         return result
 
     def _merge(self, parts: list[dict], n_lines: int) -> BlockResult:

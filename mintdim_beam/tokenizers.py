@@ -86,10 +86,15 @@ class Tokenizer:
 
     def unk_substrings(self, text: str) -> list[str]:
         """The exact substrings of ``text`` behind each UNK token, in token order."""
-        return self.unk_substrings_batch([text])[0]
+        positions = [k for k, i in enumerate(self.encode(text)) if i == self.unk_id]
+        return self.unk_substrings_at([text], [positions])
 
-    def unk_substrings_batch(self, texts: Sequence[str]) -> list[list[str]]:
-        """``unk_substrings`` for many texts in one tokenizer call."""
+    def unk_substrings_at(self, texts: Sequence[str], positions: Sequence[Sequence[int]]) -> list[str]:
+        """Source substrings of the tokens at ``positions[i]`` of ``texts[i]``, flattened.
+
+        The caller already knows where the UNK tokens are (from the ids), so only those
+        tokens' offsets are looked up, in one tokenizer call for all texts.
+        """
         raise NotImplementedError
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -140,7 +145,6 @@ class SentencePieceTokenizer(Tokenizer):
         self.unk_id, self.pad_id = unk, pad
         self.storage = select_storage(self.vocab_size)
         self._numpy_batches = _supports(self._sp, "numpy")
-        self._offset_mapping = _supports(self._sp, "offset_mapping")
 
     def encode_batch(self, texts):
         texts = list(texts)
@@ -153,19 +157,18 @@ class SentencePieceTokenizer(Tokenizer):
             return flat, lengths
         return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
 
-    def unk_substrings_batch(self, texts):
-        texts = list(texts)
-        unk = self.unk_id
-        if self._offset_mapping:
-            # Character offsets into each input string (before normalization).
-            found = self._sp.encode(texts, return_type="offset_mapping", num_threads=self._num_threads)
-            return [[t[s:e] for i, (s, e) in zip(r["ids"], r["offsets"]) if i == unk]
-                    for t, r in zip(texts, found)]
-        out = []
-        for text in texts:  # older sentencepiece: proto offsets are UTF-8 byte offsets
-            proto = self._sp.encode(text, out_type="immutable_proto")
+    def unk_substrings_at(self, texts, positions):
+        # Serialized protos are produced in C++ (threaded) and parsed by upb; only the
+        # UNK pieces are touched from Python. Proto offsets are UTF-8 byte offsets.
+        from sentencepiece import sentencepiece_pb2
+
+        protos = self._sp.encode(list(texts), out_type="serialized_proto", num_threads=self._num_threads)
+        parse = sentencepiece_pb2.SentencePieceText.FromString
+        out: list = []
+        for text, proto, wanted in zip(texts, protos, positions):
+            pieces = parse(proto).pieces
             raw = text.encode("utf-8")
-            out.append([raw[p.begin:p.end].decode("utf-8", errors="replace") for p in proto.pieces if p.id == unk])
+            out.extend(raw[pieces[k].begin:pieces[k].end].decode("utf-8", errors="replace") for k in wanted)
         return out
 
     def decode(self, ids):
@@ -222,12 +225,14 @@ class HuggingFaceTokenizer(Tokenizer):
             encodings = self._tok.encode_batch(texts, add_special_tokens=False)
         return _flatten([e.ids for e in encodings])
 
-    def unk_substrings_batch(self, texts):
+    def unk_substrings_at(self, texts, positions):
         # HF offsets are character offsets into the Python string.
         texts = list(texts)
-        encodings = self._tok.encode_batch(texts, add_special_tokens=False)
-        return [[t[s:e] for tid, (s, e) in zip(enc.ids, enc.offsets) if tid == self.unk_id]
-                for t, enc in zip(texts, encodings)]
+        out: list = []
+        for text, enc, wanted in zip(texts, self._tok.encode_batch(texts, add_special_tokens=False), positions):
+            offsets = enc.offsets
+            out.extend(text[offsets[k][0]:offsets[k][1]] for k in wanted)
+        return out
 
     def decode(self, ids):
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
