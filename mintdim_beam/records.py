@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -34,6 +36,7 @@ OVF_TRUNCATE = 3  # overflow truncated into max(sizes)
 OVF_EXTEND = 4    # overflow waiting for its extended unit
 
 _BOM = "\ufeff"
+_NO_HASH = bytes(32)  # digest slot of a bad record
 
 
 def _reject_constant(name):
@@ -65,6 +68,32 @@ class BlockResult:
         return int(self.status.shape[0])
 
 
+class _Done:
+    """An already computed result with the ``Future.result()`` interface."""
+
+    def __init__(self, value):
+        self._value = value
+
+    def result(self):
+        return self._value
+
+
+@dataclass
+class _Batch:
+    """A batch between ``_start_batch`` and ``_finish_batch``: checked, hashed, encoding."""
+
+    batch: list
+    base: int
+    size: int
+    status: np.ndarray
+    digests: np.ndarray
+    bad: dict
+    empty: dict
+    first_error: Optional[tuple]
+    good: list
+    encoded: object  # Future of (flat, lengths), or None when there is nothing to encode
+
+
 @dataclass
 class _Parsed:
     """One non-blank line after parsing and rendering (or its error)."""
@@ -82,7 +111,7 @@ class BlockEncoder:
     """
 
     def __init__(self, spec: FileSpec, tokenizer: Tokenizer, policies: Policies,
-                 sizes: Optional[tuple] = None):
+                 sizes: Optional[tuple] = None, encode_threads: int = 0):
         self.spec = spec
         self.tok = tokenizer
         self.policies = policies
@@ -101,6 +130,9 @@ class BlockEncoder:
             for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
         }
         self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
+        # encode_threads > 0: encode batches on a thread pool, overlapped with parsing.
+        self._pool = ThreadPoolExecutor(encode_threads, thread_name_prefix="encode") if encode_threads else None
+        self._max_inflight = max(1, encode_threads)
 
     # -- parsing -------------------------------------------------------------------
 
@@ -149,11 +181,22 @@ class BlockEncoder:
     # -- the block -----------------------------------------------------------------
 
     def encode_block(self, lines: Iterable, file_start: bool = False) -> BlockResult:
-        """Encode every line of a block; ``file_start`` marks the file's first block."""
+        """Encode every line of a block; ``file_start`` marks the file's first block.
+
+        Batches are pipelined: while the tokenizer encodes one batch on the encode pool
+        (tokenizers release the GIL), this thread parses and hashes the next ones and
+        lays out the finished ones, so Python work and encoding overlap.
+        """
         batch_size = self.spec.build_batch
         parts: list[dict] = []
+        inflight: deque = deque()
         batch: list[_Parsed] = []
-        n_lines = 0
+        n_lines = base = 0
+
+        def finish_oldest() -> bool:
+            parts.append(self._finish_batch(inflight.popleft()))
+            return parts[-1]["first_error"] is not None
+
         stop = False
         for local_line, line in enumerate(lines):
             n_lines += 1
@@ -162,21 +205,33 @@ class BlockEncoder:
                 continue
             batch.append(parsed)
             if len(batch) >= batch_size:
-                parts.append(self._encode_batch(batch, sum(p["n"] for p in parts)))
+                inflight.append(self._start_batch(batch, base))
+                base += len(batch)
                 batch = []
-                if parts[-1]["first_error"] is not None:
-                    stop = True
+                if inflight[-1].first_error is not None:
+                    stop = True  # later lines cannot hold the block's first error
+                    break
+                while len(inflight) > self._max_inflight:
+                    if finish_oldest():
+                        stop = True
+                        break
+                if stop:
                     break
         if batch and not stop:
-            parts.append(self._encode_batch(batch, sum(p["n"] for p in parts)))
+            inflight.append(self._start_batch(batch, base))
+        while inflight:
+            if finish_oldest():
+                inflight.clear()
         return self._merge(parts, n_lines)
 
-    def _encode_batch(self, batch: list[_Parsed], base: int) -> dict:
-        """Tokenize and lay out one batch; ``base`` is its first local sample number."""
+    def _start_batch(self, batch: list[_Parsed], base: int) -> "_Batch":
+        """Check, hash and submit one batch's field texts to the encode pool.
+
+        ``base`` is the batch's first local sample number.
+        """
         S = len(batch)
-        tok = self.tok
         status = np.zeros(S, np.int8)
-        digests = np.zeros((S, 32), np.uint8)
+        hashes = [_NO_HASH] * S
         bad: dict = {}
         empty: dict = {}
         first_error = None
@@ -194,11 +249,24 @@ class BlockEncoder:
                 if self.policies.on_bad_record == "abort" and first_error is None:
                     first_error = (base + i, p.local_line, p.error)
                 continue
-            digests[i] = np.frombuffer(hashlib.sha256(rendered).digest(), np.uint8)
+            hashes[i] = hashlib.sha256(rendered).digest()
             if p.empty:
                 empty[base + i] = list(p.empty)
             good.append(i)
 
+        digests = np.frombuffer(b"".join(hashes), np.uint8).reshape(S, 32)
+        texts = [batch[i].values[j] for j in self.field_slots for i in good] if good else []
+        if texts:
+            encoded = self._pool.submit(self.tok.encode_batch, texts) if self._pool else _Done(self.tok.encode_batch(texts))
+        else:
+            encoded = None
+        return _Batch(batch, base, S, status, digests, bad, empty, first_error, good, encoded)
+
+    def _finish_batch(self, pb: "_Batch") -> dict:
+        """Lengths, units, overflow policy, UNK rows and record layout of one batch."""
+        batch, base, S, status, digests = pb.batch, pb.base, pb.size, pb.status, pb.digests
+        bad, empty, first_error, good = pb.bad, pb.empty, pb.first_error, pb.good
+        tok = self.tok
         G = len(good)
         lengths = np.zeros((G, self.n), np.int64)
         seg_tokens: list = [None] * self.n
@@ -207,8 +275,7 @@ class BlockEncoder:
         flat = np.zeros(0, np.int64)
         flat_starts = np.zeros(0, np.int64)
         if G and nf:
-            texts = [batch[i].values[j] for j in self.field_slots for i in good]
-            flat, lens = tok.encode_batch(texts)
+            flat, lens = pb.encoded.result()
             lens = lens.reshape(nf, G)
             flat_starts = np.cumsum(lens.reshape(-1)) - lens.reshape(-1)
             starts = flat_starts.reshape(nf, G)

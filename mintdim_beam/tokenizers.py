@@ -251,10 +251,15 @@ def _hf_unk_id(tok, text: str, path: str) -> int:
     return int(unk_id)
 
 
-def load_tokenizer(kind: str, path: str, data: bytes) -> Tokenizer:
-    """Build the adapter of ``kind`` from the tokenizer file's bytes."""
+def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1) -> Tokenizer:
+    """Build the adapter of ``kind`` from the tokenizer file's bytes.
+
+    ``threads`` is SentencePiece's own thread count per batch call (-1: its default);
+    callers that run several encode calls at once pass 1. HF tokenizers share one
+    process-wide thread pool whatever the callers do.
+    """
     if kind == SENTENCEPIECE:
-        return SentencePieceTokenizer(path, data)
+        return SentencePieceTokenizer(path, data, num_threads=threads)
     if kind == HF_JSON:
         return HuggingFaceTokenizer(path, data)
     raise TokenizerValidationError.unsupported_format(path)

@@ -1,0 +1,257 @@
+"""Throughput and memory of the unit build, measured against baselines in one run.
+
+    python benchmarks/run.py [--mb 100] [--tokenizers sp,bpe] [--skip-datatrove] [--scaling]
+
+On the same generated corpus (``make_corpus.py``) and the same tokenizer it measures,
+each in a fresh process, whole-process wall time and peak RSS (summed over the process
+tree, sampled every 20 ms):
+
+  (a) ``bare_loop.py``: parse, render and encode the same segments in one thread;
+  (b) the pipeline through ``mintdim-beam build``: the default local configuration,
+      the in-memory FnApiRunner, and the multi-process FnApiRunner with 2 workers;
+  (c) datatrove's tokenizer step (BPE only), installed by this script into its own
+      virtualenv under the work directory.
+
+and prints tokens/s, peak RSS and the ratios (b)/(a) and (b)/(c). ``--scaling`` adds
+the default pipeline on the corpus and on a corpus 4x as large, side by side.
+
+Tokenizers: ``sp`` is the T5 SentencePiece model from ``../shared/realdata`` (or
+``--sp-model``); ``bpe`` is a 32k byte-level BPE ``tokenizer.json`` trained here on the
+corpus (cached in the work directory). Requires ``psutil`` (``pip install psutil``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_SP = os.path.join(ROOT, "..", "shared", "realdata", "tokenizers", "t5_spiece_32000.model")
+TEMPLATE = "{instruction}\n\n{input}\n\n{output}"
+SIZES = [128, 256, 512, 1024, 2048, 4096]
+
+
+def measure(cmd: list, env: dict | None = None) -> dict:
+    """Run ``cmd``; return wall seconds, peak tree RSS (bytes) and stdout."""
+    import psutil
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    peak = 0
+    stop = threading.Event()
+
+    def sample():
+        nonlocal peak
+        try:
+            root = psutil.Process(proc.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not stop.is_set():
+            total = 0
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+            except psutil.Error:
+                pass
+            peak = max(peak, total)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
+    return {"wall": wall, "peak_rss": peak, "stdout": out}
+
+
+def ensure_corpus(work: str, mb: float) -> str:
+    path = os.path.join(work, f"corpus_{mb:g}mb.jsonl")
+    if not os.path.exists(path):
+        sys.path.insert(0, HERE)
+        from make_corpus import generate
+
+        print(f"[bench] generating {path}", flush=True)
+        generate(path + ".tmp", mb)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def ensure_bpe(work: str, corpus: str) -> tuple[str, str]:
+    """A 32k byte-level BPE trained on the corpus; with padding (ours) and without (datatrove)."""
+    path = os.path.join(work, "bpe32k.tokenizer.json")
+    plain = os.path.join(work, "bpe32k.nopad.tokenizer.json")
+    if not os.path.exists(path):
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        print("[bench] training a 32k byte-level BPE", flush=True)
+        tok = Tokenizer(models.BPE(unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=32000, special_tokens=["<pad>", "<unk>"],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+
+        def texts(limit=30_000_000):
+            seen = 0
+            with open(corpus, encoding="utf-8") as f:
+                for line in f:
+                    if len(line) > 100_000:
+                        continue
+                    record = json.loads(line)
+                    yield from (record["instruction"], record["input"], record["output"])
+                    seen += len(line)
+                    if seen > limit:
+                        return
+
+        tok.train_from_iterator(texts(), trainer)
+        tok.save(plain)
+        tok.enable_padding(pad_id=0, pad_token="<pad>")
+        tok.save(path)
+    return path, plain
+
+
+def ensure_datatrove(work: str) -> str:
+    venv = os.path.join(work, "venv-datatrove")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        import tokenizers
+
+        print("[bench] installing datatrove into its own venv", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "datatrove==0.10.1", "orjson",
+                        f"tokenizers=={tokenizers.__version__}"], check=True)
+    return python
+
+
+def render_for_datatrove(work: str, corpus: str, parts: int = 8) -> str:
+    """The corpus as rendered documents, split into files (datatrove's unit of parallelism)."""
+    folder = os.path.join(work, f"rendered_{os.path.basename(corpus)}")
+    if os.path.isdir(folder):
+        return folder
+    os.makedirs(folder + ".tmp", exist_ok=True)
+    outs = [open(os.path.join(folder + ".tmp", f"part_{i:02d}.jsonl"), "w", encoding="utf-8") for i in range(parts)]
+    with open(corpus, encoding="utf-8") as f:
+        for n, line in enumerate(f):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            text = TEMPLATE.format(**r)
+            outs[n % parts].write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+    for o in outs:
+        o.close()
+    os.replace(folder + ".tmp", folder)
+    return folder
+
+
+def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str) -> tuple[str, str]:
+    out = os.path.join(work, f"out_{name}")
+    shutil.rmtree(out, ignore_errors=True)
+    job = {
+        "source": {"files": [corpus], "fields": [["instruction", "input", "output"]], "templates": [TEMPLATE]},
+        "tokenizer": {"type": kind, "files": [tokenizer]},
+        "units": {"sizes": [SIZES], "build_batch": [1024]},
+        "output": {"dir": out, "samples_per_shard": [16384]},
+        "run": {"on_overflow": "extend", "on_template_unk": "continue", "on_bad_record": "abort"},
+    }
+    path = os.path.join(work, f"job_{name}.json")
+    with open(path, "w") as f:
+        json.dump(job, f)
+    return path, out
+
+
+def run_pipeline(work, name, corpus, kind, tokenizer, flags) -> dict:
+    path, out = job_file(work, name, corpus, kind, tokenizer)
+    m = measure([sys.executable, "-m", "mintdim_beam.cli", "build", path, *flags])
+    with open(os.path.join(out, "stats.json")) as f:
+        m["tokens"] = json.load(f)["total_tokens"]
+    with open(os.path.join(out, "build_info.json")) as f:
+        info = json.load(f)
+    m["config"] = f"{info['runner']} {info.get('direct_running_mode')} x{info.get('direct_num_workers')}"
+    shutil.rmtree(out, ignore_errors=True)
+    return m
+
+
+def row(label, m, tokens) -> str:
+    return (f"{label:<34} {m['wall']:8.2f} s {tokens / m['wall'] / 1e6:8.2f} Mtok/s "
+            f"{m['peak_rss'] / 2**20:9.0f} MiB")
+
+
+def bench_tokenizer(args, work, corpus, kind, tokenizer, plain) -> None:
+    print(f"\n== {kind}: {os.path.basename(tokenizer)} on {os.path.basename(corpus)} ==", flush=True)
+    bare = measure([sys.executable, os.path.join(HERE, "bare_loop.py"), corpus, kind, tokenizer],
+                   env={"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"})
+    tokens = json.loads(bare["stdout"])["tokens"]
+    print(row("(a) bare single-thread loop", bare, tokens), flush=True)
+    results = {}
+    for name, flags in (
+        ("default", []),
+        ("in_memory", ["--direct_running_mode=in_memory", "--direct_num_workers=1"]),
+        ("multi_process_2", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
+    ):
+        m = run_pipeline(work, f"{kind}_{name}", corpus, kind, tokenizer, flags)
+        results[name] = m
+        note = "" if m["tokens"] == tokens else f"  (tokens written {m['tokens']} != {tokens})"
+        print(row(f"(b) pipeline {name} [{m['config']}]", m, tokens) + note, flush=True)
+    dt = None
+    if kind == "hf_json" and not args.skip_datatrove:
+        python = ensure_datatrove(work)
+        docs = render_for_datatrove(work, corpus)
+        out = os.path.join(work, "out_datatrove")
+        shutil.rmtree(out, ignore_errors=True)
+        dt = measure([python, os.path.join(HERE, "datatrove_job.py"), docs, out, plain, "--workers", "2"])
+        shutil.rmtree(out, ignore_errors=True)
+        print(row("(c) datatrove DocumentTokenizer x2", dt, tokens), flush=True)
+    best = results["default"]
+    print(f"ratio (b default)/(a) = {bare['wall'] / best['wall']:.2f}x", flush=True)
+    if dt is not None:
+        print(f"ratio (b default)/(c) = {dt['wall'] / best['wall']:.2f}x", flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=100.0)
+    parser.add_argument("--work", default=os.path.join(HERE, ".work"))
+    parser.add_argument("--tokenizers", default="sp,bpe")
+    parser.add_argument("--sp-model", default=DEFAULT_SP)
+    parser.add_argument("--skip-datatrove", action="store_true")
+    parser.add_argument("--scaling", action="store_true", help="also run the corpus x1 and x4")
+    args = parser.parse_args(argv)
+    os.makedirs(args.work, exist_ok=True)
+    import platform
+
+    print(f"[bench] python {platform.python_version()}, {os.cpu_count()} cpus, {platform.processor() or platform.machine()}")
+    corpus = ensure_corpus(args.work, args.mb)
+    kinds = args.tokenizers.split(",")
+    if "sp" in kinds:
+        if not os.path.exists(args.sp_model):
+            sys.exit(f"SentencePiece model not found: {args.sp_model} (pass --sp-model)")
+        bench_tokenizer(args, args.work, corpus, "sentencepiece", args.sp_model, args.sp_model)
+    if "bpe" in kinds:
+        path, plain = ensure_bpe(args.work, corpus)
+        bench_tokenizer(args, args.work, corpus, "hf_json", path, plain)
+    if args.scaling:
+        big = ensure_corpus(args.work, args.mb * 4)
+        kind, tok = ("sentencepiece", args.sp_model) if "sp" in kinds else ("hf_json", ensure_bpe(args.work, corpus)[0])
+        print(f"\n== scaling: default pipeline, {kind} ==", flush=True)
+        one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [])
+        four = run_pipeline(args.work, "scale_x4", big, kind, tok, [])
+        print(f"x1 {args.mb:g} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
+              f"x4 {args.mb * 4:g} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
+              f"time x{four['wall'] / one['wall']:.2f}  RSS x{four['peak_rss'] / one['peak_rss']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
