@@ -1,6 +1,6 @@
 """``mintdim-beam``: build from a job file or the bundled demo; read and check outputs.
 
-    mintdim-beam build JOB.yaml [--on-overflow truncate] [Beam flags ...]
+    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged]] [Beam flags ...]
     mintdim-beam demo OUT_DIR [Beam flags ...]
     mintdim-beam verify DIR [--tokenizer]
     mintdim-beam inspect DIR --sample-id N | --shard PATH --record K
@@ -11,6 +11,13 @@ A job file (YAML or JSON) holds the same fields as the fluent API plus the polic
 every argument the CLI does not know is handed to Beam as a pipeline option
 (``--runner``, ``--direct_num_workers``, ``--temp_location``, ...). Spec errors print
 their bilingual message without a traceback and exit with status 2.
+
+``--versioned`` treats each output directory as a versioned root: the build goes to
+``ROOT/<build-id>/`` and ``ROOT/LATEST`` is replaced by the new id once every output
+is published. ``--skip-unchanged`` hashes the inputs first and builds nothing (exit 0)
+when every root's latest build has the same fingerprint, which is what a nightly
+``cron`` entry wants. SIGTERM and Ctrl-C stop the build and leave
+``UNIT_BUILD_FAILED.md`` markers that say so (exit status 130).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import argparse
 import logging
 import json
 import os
+import signal
 import sys
 from typing import Optional, Sequence
 
@@ -27,6 +35,7 @@ from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
 DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
 
 _SECTIONS = {
@@ -34,7 +43,7 @@ _SECTIONS = {
     "tokenizer": {"type", "files", SENTENCEPIECE, HF_JSON},
     "units": {"sizes", "build_batch"},
     "output": {"dir", "samples_per_shard"},
-    "run": {"on_overflow", "on_template_unk", "on_bad_record", "block_size"},
+    "run": {"on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged"},
 }
 
 
@@ -105,25 +114,68 @@ def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
-    from .launcher import launch  # imports Beam; after logging is configured
+    from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
 
     for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size"):
         value = getattr(args, name, None)
         if value is not None:
             run[name] = value
+    for name in ("versioned", "skip_unchanged"):
+        if getattr(args, name, False):
+            run[name] = True
     policies = Policies(
         on_overflow=run.get("on_overflow", "abort"),
         on_template_unk=run.get("on_template_unk", "prompt"),
         on_bad_record=run.get("on_bad_record", "abort"),
     )
     config = resolve(spec, policies, int(run.get("block_size", DEFAULT_BLOCK_SIZE)))
-    result = launch(config, options=list(beam_args))
+    if run.get("skip_unchanged") and not run.get("versioned"):
+        raise _invalid("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)")
+    if run.get("versioned"):
+        found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
+                                 build_id=getattr(args, "build_id", None))
+        if found.skipped:
+            return 0
+        result = found.result
+    else:
+        result = launch(config, options=list(beam_args))
     for out in result.outputs:
         s = out.stats
         print(f"[unit-build] done output={out.path} samples={s['total_samples']} tokens={s['total_tokens']} "
               f"shards={s['shards']} padding_ratio={s['padding_ratio']:.4f} duplicates={s['duplicate_groups']} "
               f"unk_samples={s['samples_with_unk']} bad_records={s['bad_records']}")
     return 0
+
+
+def _take_filesystem_flags(beam_args: Sequence[str], keep: bool = False) -> list:
+    """Apply Beam's file-system flags (``--s3_endpoint_url``, ``--project``, ...); drop them
+    unless ``keep`` (``plan`` runs its own pipeline, which needs them too).
+
+    ``verify``, ``inspect`` and ``report`` read ``s3://`` and ``gs://`` outputs
+    through Beam's ``FileSystems``, which needs these settings; the other flags
+    are left for the command to accept or refuse.
+    """
+    if not beam_args:
+        return []
+    from apache_beam.options import pipeline_options as po
+
+    from . import storage
+
+    parser = po._BeamArgumentParser(add_help=False)
+    for name in storage.FILESYSTEM_OPTION_CLASSES:
+        cls = getattr(po, name, None)
+        if cls is not None:
+            cls._add_argparse_args(parser)
+    known, rest = parser.parse_known_args(list(beam_args))
+    settings = {k: v for k, v in vars(known).items() if v is not None}
+    if settings:
+        storage.configure(settings, force=True)
+    return list(beam_args) if keep else rest
+
+
+def _interrupt(signum, _frame):
+    """SIGTERM (a scheduler stopping the job) unwinds like Ctrl-C, so the build is marked."""
+    raise KeyboardInterrupt(f"terminated by signal {signal.Signals(signum).name}")
 
 
 def _policy_flags(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +191,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     build = sub.add_parser("build", help="build the outputs declared in a job file")
     build.add_argument("job", help="job file (.yaml, .yml or .json)")
     _policy_flags(build)
+    build.add_argument("--versioned", action="store_true",
+                       help="build into OUTPUT/<build-id>/ and point OUTPUT/LATEST at it")
+    build.add_argument("--skip-unchanged", dest="skip_unchanged", action="store_true",
+                       help="with --versioned: build nothing when the inputs' fingerprint equals LATEST's")
+    build.add_argument("--build-id", dest="build_id", help="with --versioned: the build id (default: UTC time + random)")
     demo = sub.add_parser("demo", help="build the bundled sample data into OUT_DIR")
     demo.add_argument("out_dir")
     _policy_flags(demo)
@@ -149,7 +206,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.ERROR),
                         format="%(levelname)s %(name)s: %(message)s")
     if args.command in consumer_cli.COMMANDS:
-        return consumer_cli.run(args, beam_args)
+        command = getattr(args, "consumer_command", args.command)
+        return consumer_cli.run(args, _take_filesystem_flags(beam_args, keep=command == "plan"))
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         if args.command == "build":
             spec, run = load_job_file(args.job)
@@ -159,6 +222,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except errors.MintDimError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt as exc:
+        print(f"[unit-build] interrupted: {exc or 'KeyboardInterrupt'}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

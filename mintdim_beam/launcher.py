@@ -3,27 +3,41 @@
 The default runner is Beam's FnApiRunner, picked explicitly: naming ``DirectRunner``
 first tries the Prism runner, which downloads a binary when the network allows, so the
 same command would behave differently on different machines. ``runner`` and
-``options`` accept anything Beam accepts (Dataflow, Flink, Spark, Dask, ...).
+``options`` accept anything Beam accepts (Dataflow, Flink, Spark, Dask, ...); the name
+``DaskRunner`` is resolved here, and a Dask build gets twice as many bag partitions as the
+cluster has threads unless ``--dask_npartitions`` says otherwise.
+
+Before the pipeline starts, the launcher hands the file-system options to
+``FileSystems`` (so ``s3://`` endpoints and keys apply to its own checks) and marks
+every declared unit "not finalized". :func:`launch_versioned` builds into versioned
+roots (``ROOT/<build-id>/`` and ``ROOT/LATEST``) and can skip a build whose input
+fingerprint equals the latest one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
+import os
 import platform
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from . import __version__, errors, layout, preflight, storage
+from . import __version__, blocks, errors, layout, preflight, publish, storage
 from .config import BuildConfig
-from .publish import mark_failed
+from .publish import mark_failed, mark_started
 from .transforms import UnitBuild
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
+DASK_MAX_PARTITIONS = 256
+HASH_THREADS = 8
 LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
 
 
@@ -87,6 +101,31 @@ def resolve_runner(runner, options: PipelineOptions):
     return runner, type(runner).__name__
 
 
+#: Inputs at least this large run on one worker process per core by default.
+MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
+
+
+def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> None:
+    """Pick the local runner's mode when the user left it open (measured choice).
+
+    Small jobs run in memory: worker processes cost about two seconds to start. From
+    ``MULTI_PROCESS_MIN_BYTES`` of input on, one worker process per core is faster
+    (benchmarks/run.py: parsing, hashing and index rows are Python work that threads
+    cannot share). Output bytes are the same either way.
+    """
+    if runner is None:
+        runner = opts.view_as(StandardOptions).runner
+    explicit = opts.get_all_options(drop_default=True)
+    if runner not in LOCAL_RUNNERS or "direct_running_mode" in explicit or "direct_num_workers" in explicit:
+        return
+    cores = os.cpu_count() or 1
+    total = sum(storage.size(f.path) for f in config.files)
+    direct = opts.view_as(DirectOptions)
+    if cores > 1 and total >= MULTI_PROCESS_MIN_BYTES:
+        direct.direct_running_mode = "multi_processing"
+        direct.direct_num_workers = cores
+
+
 def _versions() -> dict:
     import numpy
     import sentencepiece
@@ -111,12 +150,37 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+@dataclass(frozen=True)
+class InputDigests:
+    """Sizes and sha256 of the build's input and tokenizer files, hashed by the launcher."""
+
+    files: dict                # path -> (size, sha256)
+    seconds: float
+
+
+def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigests:
+    """Stream every input and tokenizer file through sha256 (FileSystems), a few at a time."""
+    started = time.monotonic()
+    paths = publish.fingerprint_paths(config)
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths)))) as pool:
+        files = dict(zip(paths, pool.map(publish.file_digest, paths)))
+    return InputDigests(files, round(time.monotonic() - started, 3))
+
+
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-           echo=print) -> BuildResult:
-    """Check, build and publish; raise the spec's error when the build cannot finish."""
-    pre = preflight.check(config, ask=ask, interactive=interactive)
+           echo=print, input_digests: Optional[InputDigests] = None) -> BuildResult:
+    """Check, build and publish; raise the spec's error when the build cannot finish.
+
+    ``input_digests``: the input files already hashed (a versioned build that checked
+    for changes); otherwise the pipeline hashes them alongside the build.
+    """
     opts = make_options(options)
+    storage.configure(opts, force=True)  # s3:// endpoints and keys, before preflight reads
+    pre = preflight.check(config, ask=ask, interactive=interactive)
+    runner, opts = _runner_alias(runner, opts)
+    choose_local_mode(config, runner, opts)
     runner_obj, runner_name = resolve_runner(runner, opts)
+    _tune_for_runner(config, runner_name, opts)
     direct = opts.view_as(DirectOptions)
     started = time.time()
     build_info = {
@@ -129,12 +193,20 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
         "versions": _versions(),
     }
+    if input_digests is not None:
+        build_info["fingerprint"] = {
+            "computed_by": "launcher",
+            "files": len(input_digests.files),
+            "bytes": sum(size for size, _ in input_digests.files.values()),
+            "seconds": input_digests.seconds,
+        }
     for out in config.outputs:
         storage.mkdirs(out.path)
+    mark_started(config, build_info)
     try:
-        with beam.Pipeline(runner=runner_obj, options=opts) as p:
-            _ = p | "UnitBuild" >> UnitBuild(config, build_info)
-    except Exception as exc:
+        _run_pipeline(config, runner_obj, opts, build_info,
+                      None if input_digests is None else input_digests.files)
+    except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
         raise _build_error(config, exc) from None
     recorded = _recorded_error(config)
     if recorded is not None:
@@ -143,6 +215,67 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     for line in shard_lines(result):
         echo(line)
     return result
+
+
+def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
+                  input_digests: Optional[dict]) -> None:
+    """Run the build to completion; close what the runner opened."""
+    p = beam.Pipeline(runner=runner_obj, options=opts)
+    _ = p | "UnitBuild" >> UnitBuild(config, build_info, input_digests)
+    result = p.run()
+    try:
+        state = result.wait_until_finish()
+    finally:
+        client = getattr(result, "client", None)   # the DaskRunner opens a Client per run
+        if client is not None and hasattr(client, "close"):
+            client.close()
+    if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
+        raise RuntimeError(f"the pipeline ended in state {state}")
+
+
+def _runner_alias(runner, opts: PipelineOptions):
+    """``DaskRunner`` by name: Beam resolves only its built-in runner names."""
+    name = runner if runner is not None else opts.view_as(StandardOptions).runner
+    if isinstance(name, str) and name.lower() in ("daskrunner", "dask"):
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+
+        return DaskRunner(), opts
+    return runner, opts
+
+
+def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions) -> None:
+    """Dask: as many bag partitions as the cluster has threads, twice, unless the user chose.
+
+    The Dask runner keeps the partitioning of the first ``Create`` through the whole
+    graph, 128 elements per partition by default: a build of fewer than 128 blocks
+    would run as a single chain of tasks on one worker. Each GroupByKey becomes a
+    task-based shuffle whose task count grows with the square of the partitions, so
+    more partitions than threads only costs scheduler time.
+    """
+    if "DaskRunner" not in str(runner_name):
+        return
+    from apache_beam.runners.dask.dask_runner import DaskOptions
+
+    dask = opts.view_as(DaskOptions)
+    if dask.npartitions or dask.partition_size:
+        return
+    wanted = 2 * _dask_threads(dask.address)
+    dask.npartitions = max(1, min(len(blocks.plan_blocks(config)), wanted, DASK_MAX_PARTITIONS))
+
+
+def _dask_threads(address: Optional[str]) -> int:
+    """Worker threads of the Dask cluster at ``address`` (this machine's CPUs without one)."""
+    if address:
+        try:
+            from distributed import Client
+
+            with Client(address, timeout=10) as client:
+                threads = sum(client.nthreads().values())
+                if threads:
+                    return threads
+        except Exception:  # the runner will report an unreachable scheduler itself
+            pass
+    return os.cpu_count() or 1
 
 
 def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:
@@ -159,7 +292,11 @@ def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
     recorded = _recorded_error(config)
     if recorded is not None:
         return recorded
-    mark_failed(config, f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, KeyboardInterrupt):
+        message = f"the build was interrupted ({exc or 'KeyboardInterrupt'})"
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+    mark_failed(config, message)
     return exc
 
 
@@ -195,3 +332,61 @@ def shard_lines(result: BuildResult) -> list[str]:
                     "recommended 512 MiB.\nBuild continues because sharding is controlled by samples_per_shard."
                 )
     return lines
+
+
+# --------------------------------------------------------------------------- versioned roots
+
+
+@dataclass(frozen=True)
+class VersionedResult:
+    """A build into versioned roots: its id, or the latest id when nothing changed."""
+
+    build_id: str
+    skipped: bool
+    roots: tuple
+    result: Optional[BuildResult] = None
+    fingerprints: dict = field(default_factory=dict)   # root -> fingerprint id (when checked)
+
+
+def new_build_id(now: Optional[float] = None) -> str:
+    """Sortable and unique: UTC time to the second, then 8 random hex digits."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
+                     build_id: Optional[str] = None, ask=None, interactive=None,
+                     echo=print) -> VersionedResult:
+    """Treat every output directory as a versioned root: build into ``ROOT/<build-id>/``.
+
+    After every output is published, each ``ROOT/LATEST`` is replaced (atomically) by
+    the new id. With ``skip_unchanged`` the launcher hashes the inputs first and skips
+    the build when every root's latest build has the same fingerprint.
+    """
+    opts = make_options(options)
+    storage.configure(opts, force=True)
+    roots = tuple(out.path for out in config.outputs)
+    digests = None
+    current: dict = {}
+    if skip_unchanged:
+        for f in config.files:
+            for path, what in ((f.path, "source"), (f.tokenizer.path, "tokenizer")):
+                if not storage.exists(path):
+                    raise errors.MintDimFileNotFoundError(context=what, path=path)
+        digests = hash_inputs(config)
+        current = {out.path: publish.fingerprint(config, out, digests.files)["id"] for out in config.outputs}
+        latest = {root: publish.latest_fingerprint(root) for root in roots}
+        if all(latest[root] == current[root] for root in roots):
+            ids = sorted({publish.read_latest(root) for root in roots})
+            echo(f"[unit-build] unchanged: fingerprint equals LATEST ({', '.join(ids)}); nothing built "
+                 f"(inputs hashed in {digests.seconds:.1f} s)")
+            return VersionedResult(ids[0] if len(ids) == 1 else ",".join(ids), True, roots, None, current)
+    build_id = build_id or new_build_id()
+    versioned = dataclasses.replace(config, outputs=tuple(
+        dataclasses.replace(out, path=storage.join(out.path, build_id)) for out in config.outputs))
+    result = launch(versioned, runner=runner, options=opts, ask=ask, interactive=interactive, echo=echo,
+                    input_digests=digests)
+    for root in roots:
+        publish.write_latest(root, build_id)
+    echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")
+    return VersionedResult(build_id, False, roots, result, current)

@@ -13,6 +13,7 @@ STAGING = ".mintdim-staging"
 FAILED_MARKER = "UNIT_BUILD_FAILED.md"
 EMPTY_MARKER = "EMPTY_UNIT.md"
 ERROR_RECORD = "error.json"
+LATEST = "LATEST"          # in a versioned root: the id of the latest published build
 
 
 def staging_dir(out: str) -> str:
@@ -26,6 +27,11 @@ def block_dir(out: str, file: int, block: int) -> str:
 def part_path(out: str, index_name: str, file: int, block: int) -> str:
     stem = index_name.rsplit(".", 1)[0]
     return storage.join(staging_dir(out), "parts", stem, f"f{file:05d}-b{block:06d}.jsonl")
+
+
+def duplicate_part_path(out: str, task: int) -> str:
+    """Duplicate groups found by one digest-range task, sorted by first sample id."""
+    return storage.join(staging_dir(out), "parts", "duplicate_index", f"t{task:06d}.jsonl")
 
 
 def shard_name(unit: int, shard: int) -> str:

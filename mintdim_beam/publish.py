@@ -10,13 +10,26 @@ On a policy ``abort`` the plan carries the first error; nothing is published, ev
 declared unit gets ``UNIT_BUILD_FAILED.md`` with the bilingual message, and the error
 record is kept in staging. The pipeline itself completes (an abort is an answer, not a
 crash) and yields the error per output; the launcher raises the spec's error class.
+
+The launcher writes ``UNIT_BUILD_FAILED.md`` markers saying "not finalized" before the
+build starts (:func:`mark_started`), so even a launcher killed with SIGKILL leaves a
+marker; publishing removes them after ``manifest.json`` is written.
+
+``manifest.json`` carries the build fingerprint (:func:`fingerprint`): size and
+sha256 of every input and tokenizer file, a hash of the resolved configuration and the
+versions of the code that shapes the bytes. It does not depend on the runner, the
+block size or ``build_batch``. A versioned root (``ROOT/<build-id>/`` and a ``ROOT/LATEST``
+pointer, see :func:`write_latest`) lets a scheduler skip a build whose fingerprint
+equals the latest one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 import logging
-from typing import Iterable
+from typing import Iterable, Optional
 
 from . import __version__, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
@@ -34,6 +47,30 @@ def _concatenate(paths: Iterable[str]):
         yield storage.read_bytes(path)
 
 
+_FIRST_ID = b'"sample_id":'
+
+
+def _first_sample_id(row: bytes) -> int:
+    """The first member's sample id of a ``duplicate_index.jsonl`` row."""
+    start = row.index(_FIRST_ID) + len(_FIRST_ID)
+    return int(row[start:row.index(b",", start)])
+
+
+def _rows(path: str):
+    for row in storage.iter_lines(path):
+        yield _first_sample_id(row), row
+
+
+def _merge_duplicate_parts(paths: list):
+    """Rows of the duplicate tasks' files (each sorted by first sample id), merged.
+
+    Tasks split the digest space, not the samples, so their files interleave; the
+    merge streams them, holding one chunk of each file.
+    """
+    for _, row in heapq.merge(*(_rows(p) for p in paths)):
+        yield row
+
+
 def _failure_text(message: str) -> str:
     return (
         "# Unit build failed\n\n"
@@ -42,22 +79,52 @@ def _failure_text(message: str) -> str:
     )
 
 
+def _started_text(build_info: dict) -> str:
+    return (
+        "# Unit build failed\n\n"
+        "This unit is not finalized. A build started at "
+        f"{build_info.get('started_at', '?')} on {build_info.get('runner', '?')} and has not "
+        "published it: either it is still running, or it was interrupted (launcher killed, "
+        "workers lost) and nothing can be trusted here. A build that finishes removes this "
+        "file after writing manifest.json; a build that fails replaces this text with its "
+        "error.\n"
+    )
+
+
+def _write_markers(out: OutputSpec, text: str) -> None:
+    for unit in out.sizes:
+        storage.write_text(storage.join(layout.unit_dir(out.path, unit), layout.FAILED_MARKER), text)
+
+
+def _remove_markers(out: OutputSpec) -> None:
+    for unit in out.sizes:
+        storage.delete(storage.join(layout.unit_dir(out.path, unit), layout.FAILED_MARKER))
+
+
+def mark_started(config: BuildConfig, build_info: dict) -> None:
+    """Before the build: every declared unit says "not finalized" until publish."""
+    for out in config.outputs:
+        _write_markers(out, _started_text(build_info))
+
+
 def mark_failed(config: BuildConfig, message: str, error: dict | None = None) -> None:
     """Write ``UNIT_BUILD_FAILED.md`` in every declared unit of every output."""
     for out in config.outputs:
         if storage.exists(storage.join(out.path, "manifest.json")):
             continue
-        for unit in out.sizes:
-            storage.write_text(storage.join(layout.unit_dir(out.path, unit), layout.FAILED_MARKER),
-                               _failure_text(message))
+        _write_markers(out, _failure_text(message))
         if error is not None:
             storage.write_text(storage.join(layout.staging_dir(out.path), layout.ERROR_RECORD),
                                json.dumps(error, ensure_ascii=False, indent=2) + "\n")
 
 
 def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, dup_results,
-             build_info: dict):
-    """Publish every output (yielding one result dict each) or fail the whole build."""
+             build_info: dict, digests: Optional[dict] = None):
+    """Publish every output (yielding one result dict each) or fail the whole build.
+
+    ``digests`` maps every input and tokenizer path to ``(size, sha256)`` for the
+    manifest's fingerprint. Running it again (a retried finalize) gives the same files.
+    """
     if plan.error is not None:
         message = str(error_from_dict(plan.error))
         mark_failed(config, message, plan.error)
@@ -67,15 +134,19 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
             yield {"output": out.path, "error": plan.error}
         return
     for out in config.outputs:
-        yield publish_output(config, out, plan, shard_results, part_results, dup_results, build_info)
+        yield publish_output(config, out, plan, shard_results, part_results, dup_results, build_info,
+                             digests)
 
 
 def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_results, part_results,
-                   dup_results, build_info: dict) -> dict:
+                   dup_results, build_info: dict, digests: Optional[dict] = None) -> dict:
     manifest_path = storage.join(out.path, "manifest.json")
     oplan = plan.outputs[out.index]
     shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
     if storage.exists(manifest_path):
+        # Published already (a retried finalize): finish the clean-up it may have missed.
+        _remove_markers(out)
+        storage.delete_tree(layout.staging_dir(out.path))
         stats = json.loads(storage.read_bytes(storage.join(out.path, "stats.json")))
         return {"output": out.path, "stats": stats, "shards": shards}
 
@@ -84,10 +155,10 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     for name in PER_BLOCK_INDEXES:
         parts = [layout.part_path(out.path, name, f, b) for f, b in blocks]
         storage.write_bytes(storage.join(out.path, name), _concatenate(parts))
-    dups = sorted((r.file, r.block, r.groups, r.samples) for r in dup_results if r.output == out.index)
+    dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
     storage.write_bytes(
         storage.join(out.path, "duplicate_index.jsonl"),
-        _concatenate(layout.part_path(out.path, "duplicate_index.jsonl", f, b) for f, b, _, _ in dups),
+        _merge_duplicate_parts([layout.duplicate_part_path(out.path, t) for t, groups, _ in dups if groups]),
     )
 
     for unit, shard, _, _ in shards:
@@ -104,7 +175,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     parts = [r for r in part_results if r.output == out.index]
     stats = indexes.stats(
         oplan, tok.storage,
-        dup_groups=sum(d[2] for d in dups), dup_samples=sum(d[3] for d in dups),
+        dup_groups=sum(d[1] for d in dups), dup_samples=sum(d[2] for d in dups),
         samples_with_unk=sum(p.samples_with_unk for p in parts),
         unk_tokens=sum(p.unk_tokens for p in parts),
     )
@@ -114,14 +185,15 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
                        indexes.dumps_file(indexes.length_field(tok.storage, out.sequence_template, tok.pad_id)))
     storage.write_text(storage.join(out.path, "build_info.json"),
                        indexes.dumps_file({**build_info, "output": out.path}))
-    storage.write_text(manifest_path, indexes.dumps_file(manifest(config, out, oplan, tok)))
+    storage.write_text(manifest_path, indexes.dumps_file(manifest(config, out, oplan, tok, digests)))
+    _remove_markers(out)
     storage.delete_tree(layout.staging_dir(out.path))
     return {"output": out.path, "stats": stats, "shards": shards}
 
 
-def manifest(config: BuildConfig, out: OutputSpec, oplan, tok) -> dict:
+def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional[dict] = None) -> dict:
     """manifest.json: what was built and how; nothing that varies between runs."""
-    return {
+    found = {
         "pipeline": "unit-build",
         "mintdim_version": __version__,
         "tokenizer": tok.describe(),
@@ -141,3 +213,112 @@ def manifest(config: BuildConfig, out: OutputSpec, oplan, tok) -> dict:
             "on_bad_record": config.policies.on_bad_record,
         },
     }
+    if digests is not None:
+        found["fingerprint"] = fingerprint(config, out, digests)
+    return found
+
+
+# --------------------------------------------------------------------------- fingerprint
+
+def _canonical(obj) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def component_versions() -> dict:
+    """Versions of the packages that can change the bytes of an output."""
+    import sentencepiece
+    import tokenizers
+
+    return {"mintdim_beam": __version__, "tokenizers": tokenizers.__version__,
+            "sentencepiece": sentencepiece.__version__}
+
+
+def fingerprint_paths(config: BuildConfig) -> list[str]:
+    """Every input and tokenizer file of the build, each once, sorted."""
+    return sorted({f.path for f in config.files} | {f.tokenizer.path for f in config.files})
+
+
+def file_digest(path: str) -> tuple[int, str]:
+    """``(size, sha256 hex)`` of a file, streamed through ``FileSystems``."""
+    sha = hashlib.sha256()
+    size = 0
+    for chunk in storage.iter_chunks(path):
+        sha.update(chunk)
+        size += len(chunk)
+    return size, sha.hexdigest()
+
+
+def resolved_config(config: BuildConfig, out: OutputSpec) -> dict:
+    """What the job asks of one output, without where it goes or how it is executed.
+
+    Output paths (a versioned root puts each build elsewhere), ``block_size`` and
+    ``build_batch`` (they never change the bytes) are left out on purpose.
+    """
+    return {
+        "pipeline": "unit-build",
+        "source": describe_sources(config, out),
+        "tokenizer": {"type": out.tokenizer.kind, "path": out.tokenizer.path},
+        "sequence_template": list(out.sequence_template),
+        "sizes": list(out.sizes),
+        "samples_per_shard": out.samples_per_shard,
+        "policies": {
+            "on_overflow": config.policies.on_overflow,
+            "on_template_unk": config.policies.on_template_unk,
+            "on_bad_record": config.policies.on_bad_record,
+        },
+    }
+
+
+def fingerprint(config: BuildConfig, out: OutputSpec, digests: dict, versions: Optional[dict] = None) -> dict:
+    """The build fingerprint of one output; ``id`` hashes everything else in it.
+
+    Two builds with the same ``id`` read the same bytes with the same tokenizer bytes,
+    configuration and code versions, so they publish the same output.
+    """
+    def entry(path: str) -> dict:
+        size, sha = digests[path]
+        return {"path": path, "size": size, "sha256": sha}
+
+    body = {
+        "inputs": [entry(f.path) for f in config.files_of(out)],
+        "tokenizer": entry(out.tokenizer.path),
+        "config_sha256": hashlib.sha256(_canonical(resolved_config(config, out))).hexdigest(),
+        "versions": versions if versions is not None else component_versions(),
+    }
+    return {"id": hashlib.sha256(_canonical(body)).hexdigest(), **body}
+
+
+# --------------------------------------------------------------------------- versioned roots
+
+
+def read_latest(root: str) -> Optional[str]:
+    """The build id ``ROOT/LATEST`` points to, or None."""
+    path = storage.join(root, layout.LATEST)
+    if not storage.exists(path):
+        return None
+    build_id = storage.read_bytes(path).decode("utf-8").strip()
+    return build_id or None
+
+
+def latest_fingerprint(root: str) -> Optional[str]:
+    """The fingerprint id of the build ``ROOT/LATEST`` points to, or None."""
+    build_id = read_latest(root)
+    if build_id is None:
+        return None
+    path = storage.join(root, build_id, "manifest.json")
+    if not storage.exists(path):
+        return None
+    found = json.loads(storage.read_bytes(path)).get("fingerprint") or {}
+    return found.get("id")
+
+
+def write_latest(root: str, build_id: str) -> None:
+    """Point ``ROOT/LATEST`` at a published build, replacing it atomically.
+
+    Locally the new text goes to a temporary file renamed over ``LATEST``; on object
+    stores (gs://, s3://) one object upload replaces the old object in one step. A
+    reader sees the old id or the new one, never a mix.
+    """
+    if not storage.exists(storage.join(root, build_id, "manifest.json")):
+        raise FileNotFoundError(f"{root}/{build_id} is not a published build (no manifest.json)")
+    storage.write_text(storage.join(root, layout.LATEST), build_id + "\n")

@@ -1,24 +1,48 @@
 """The Beam layer: the ``UnitBuild`` composite transform and its DoFns.
 
-Data flow (DESIGN.md §6). Tokens never travel through a Beam shuffle: a worker encodes
-a block and spills its records to the output's staging area, and Beam moves only small
-summaries, content hashes and task descriptions. That keeps memory per worker bounded
-by block, batch and shard size on every runner, including the in-memory one, which
-holds whole PCollections in memory.
+Data flow (DESIGN.md §6). Nothing per sample travels through a Beam shuffle: a
+worker encodes a block and spills its records to the output's staging area, index
+parts and content hashes are spilled the same way, and Beam moves only per-block
+summaries, byte ranges and task descriptions. That keeps memory per worker bounded by
+block, batch and shard size on every runner, including the in-memory one, which holds
+whole PCollections (and shuffles) in memory.
 
-    BlockRef ──EncodeBlocks──► spills + BlockSummary ──► plan (singleton side input)
-        │                                                  │
-        └── (output, bucket) → hashes ──GroupByKey──► duplicate groups ──► parts
+    BlockRef ──EncodeBlocks──► spills + BlockSummary ──CollectSummaries──► plan
     plan ──► ShardTask ──WriteShards──► staged shards
-    plan ──► BlockPlan ──WriteIndexParts──► index parts
-    everything ──Finalize──► published output directory
+    plan ──► BlockPlan ──WriteIndexParts──► index parts + hashes sorted by digest
+                 (output, digest range) → byte ranges ──FindDuplicates──► duplicate parts
+    input files ──HashInputs──► sizes and sha256 (the manifest's fingerprint)
+    plan + every result ──CollectResults──► Finalize ──► published output directory
+
+Duplicates: the plan splits each output's digest space into as many ranges as it needs
+to keep ``DUPLICATE_TASK_SAMPLES`` hashes per task; every block writes its hashes
+sorted by digest, so a range is one contiguous slice of each block's file. A task
+reads its slices, groups equal digests and writes its groups sorted by first sample
+id; finalize merges the tasks' files into ``duplicate_index.jsonl``.
+
+Portability. The pipeline uses only ParDo, GroupByKey, Flatten and Create, and every
+dependency is a main input: no side inputs, no tagged outputs, no combiners. That is
+the subset every runner translates faithfully. Beam's DaskRunner, in particular,
+computes a side input by re-running its whole upstream graph inside the consuming task
+with DoFn receivers that are never cleared, so a singleton view can see its element
+twice; it drops output tags; it turns ``Reshuffle`` into a no-op; and it computes only
+the graph behind the last transform. Hence the shape above: everything flows into one
+``Finalize`` through a single-key GroupByKey, work is spread by GroupByKeys on stable
+keys (``_Redistribute``), and the plan travels inside the elements that need it.
+
+Retries. Every side effect is a whole file with a deterministic name, written
+atomically, and every collected result is de-duplicated by its key, so a retried (or
+twice-delivered) bundle rewrites the same bytes and never duplicates a record.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import pickle
+import time
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 import apache_beam as beam
 import numpy as np
@@ -27,24 +51,29 @@ from apache_beam.utils.shared import Shared
 
 from . import blocks, indexes, layout, storage
 from .config import BuildConfig
-from .plan import BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
+from .plan import BlockPlan, BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
 from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
 from .shard_format import encode_records
-from .tokenizers import load_tokenizer
+from .tokenizers import SENTENCEPIECE, load_tokenizer
 
 NAMESPACE = "mintdim"
-HASH_BUCKETS = 64
+DUPLICATE_TASK_SAMPLES = 1 << 18   # content hashes one FindDuplicates task holds (~30 MiB at peak)
+MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
+
+# One row of a block's hash spill: sorted by digest, 48 bytes.
+HASH_ROW = np.dtype([("digest", "u1", (32,)), ("sample_id", "<i8"), ("line", "<i8")])
+_DIGEST = np.dtype((np.void, 32))   # a digest as one sortable, comparable value
 
 log = logging.getLogger(__name__)
-
 
 # Elements that cross a Beam boundary are frozen dataclasses, not NamedTuples: some
 # runners (Dask) move tuples through coders that drop the NamedTuple class.
 
-
-# EncodeBlocks has two kinds of output. They travel as (kind, value) pairs split by two
-# FlatMaps rather than as tagged outputs, which not every runner supports (Dask mixes them).
-SUMMARY, HASHES = "summary", "hashes"
+# A DoFn with two kinds of output yields (kind, value) pairs split by FlatMaps rather
+# than tagged outputs, which the Dask runner mixes together.
+PART, HASHES = "part", "hashes"
+# Kinds of the results collected for Finalize.
+PLAN, SHARD, DUPS, DIGEST = "plan", "shard", "dups", "digest"
 
 
 def _take(element, kind):
@@ -59,10 +88,22 @@ class _Handle:
         self.value = value
 
 
+def encode_threads(kind: str) -> int:
+    """Encode-pool threads per worker process for a tokenizer kind.
+
+    SentencePiece releases the GIL but parallelises a batch poorly by itself, so each
+    core gets a single-threaded encode call of its own, overlapped with the parsing on
+    the main thread. HF tokenizers already spread one batch over every core, so one
+    pool thread (overlap only) is enough; more only fight over the same cores.
+    """
+    return max(1, min(4, os.cpu_count() or 1)) if kind == SENTENCEPIECE else 1
+
+
 def _load_tokenizers(config: BuildConfig):
     cache = {}
     for spec in {f.tokenizer for f in config.files}:
-        cache[spec] = load_tokenizer(spec.kind, spec.path, storage.read_bytes(spec.path))
+        # Several encode calls run at once (see encode_threads): one thread each.
+        cache[spec] = load_tokenizer(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1)
     return _Handle(cache)
 
 
@@ -87,16 +128,70 @@ class PartResult:
 @dataclass(frozen=True)
 class DuplicatePartResult:
     output: int
-    file: int
-    block: int
+    task: int
     groups: int
     samples: int
 
 
-class _EncodeBlockFn(beam.DoFn):
-    """Read one block, encode it, spill its records; emit a summary and its hashes."""
+@dataclass(frozen=True)
+class HashSlice:
+    """Rows ``[start, start + count)`` of one block's hash spill: one digest range."""
 
-    def __init__(self, config: BuildConfig, shared: Shared):
+    file: int
+    block: int
+    start: int
+    count: int
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    path: str
+    size: int
+    sha256: str
+    seconds: float
+
+
+class _Redistribute(beam.PTransform):
+    """Spread elements over workers with a GroupByKey on a stable key of each element.
+
+    ``beam.Reshuffle`` does this on most runners, but the Dask runner translates it to
+    a no-op, which would leave every shard task in the single partition holding the plan.
+    """
+
+    def __init__(self, key: Callable):
+        super().__init__()
+        self._key = key
+
+    def expand(self, pcoll):
+        key = self._key
+        return (
+            pcoll
+            | "Key" >> beam.Map(lambda x: (key(x), x))
+            | "Group" >> beam.GroupByKey()
+            | "Values" >> beam.Map(_first_value)
+        )
+
+
+def _first_value(kv):
+    """One element per key: keys are unique, so a second value is a redelivered copy."""
+    return next(iter(kv[1]))
+
+
+class _StorageDoFn(beam.DoFn):
+    """A DoFn that touches storage: configures ``FileSystems`` where the runner did not."""
+
+    def __init__(self, filesystem_options: Optional[dict]):
+        self._filesystem_options = filesystem_options
+
+    def setup(self):
+        storage.configure(self._filesystem_options)
+
+
+class _EncodeBlockFn(_StorageDoFn):
+    """Read one block, encode it, spill its records and metadata; emit its summary."""
+
+    def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict]):
+        super().__init__(filesystem_options)
         self._config = config
         self._shared = shared
         self._samples = Metrics.counter(NAMESPACE, "samples")
@@ -104,6 +199,7 @@ class _EncodeBlockFn(beam.DoFn):
         self._bytes = Metrics.counter(NAMESPACE, "input_bytes")
 
     def setup(self):
+        super().setup()
         config = self._config
         self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config)).value
         self._encoders = {}
@@ -111,7 +207,8 @@ class _EncodeBlockFn(beam.DoFn):
     def _encoder(self, file: int) -> BlockEncoder:
         if file not in self._encoders:
             spec = self._config.files[file]
-            self._encoders[file] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies)
+            self._encoders[file] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies,
+                                                encode_threads=encode_threads(spec.tokenizer.kind))
         return self._encoders[file]
 
     def process(self, ref: BlockRef):
@@ -123,9 +220,7 @@ class _EncodeBlockFn(beam.DoFn):
         result = self._encoder(ref.file).encode_block(lines, file_start=ref.start == 0)
         self._samples.inc(result.n_samples)
         self._bad.inc(len(result.bad))
-        yield SUMMARY, _spill(out.path, ref, result)
-        for key, value in _hash_batches(spec.output, ref, result):
-            yield HASHES, (key, value)
+        yield _spill(out.path, ref, result)
 
 
 def _spill(out_path: str, ref: BlockRef, result: BlockResult) -> BlockSummary:
@@ -162,97 +257,166 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult) -> BlockSummary:
                         overflow, len(result.bad), over, first_error)
 
 
-def _hash_batches(output: int, ref: BlockRef, result: BlockResult):
-    """Content hashes of the block's rendered samples, split into buckets."""
-    rendered = np.nonzero(result.status != BAD)[0]
-    if not len(rendered):
-        return
-    digests = result.digests[rendered]
-    bucket = digests[:, 0].astype(np.int64) % HASH_BUCKETS
-    lines = result.local_line[rendered]
-    for b in np.unique(bucket).tolist():
-        sel = bucket == b
-        yield (output, b), (ref.file, ref.block, rendered[sel], lines[sel], digests[sel])
+def _plan_from(config: BuildConfig, summaries):
+    """The plan from every block's summary (one per block, even if a bundle was retried)."""
+    unique = {(s.file, s.block): s for s in summaries}
+    return make_plan(config, [unique[k] for k in sorted(unique)])
 
 
-class _FindDuplicatesFn(beam.DoFn):
-    """Group one bucket's hashes; emit each duplicate group keyed by its first block."""
+class _WriteIndexPartsFn(_StorageDoFn):
+    """One block's rows of the four per-sample index files, and its content hashes.
+
+    The hashes are spilled with global sample ids and lines already resolved from the
+    block's plan, sorted by digest; the element that leaves names the slice of the
+    spill each duplicate task must read.
+    """
+
+    def __init__(self, config: BuildConfig, filesystem_options: Optional[dict]):
+        super().__init__(filesystem_options)
+        self._config = config
 
     def process(self, element):
-        (output, _), batches = element
-        batches = sorted(batches, key=lambda b: (b[0], b[1]))
-        if not batches:
-            return
-        files = np.concatenate([np.full(len(b[2]), b[0], np.int64) for b in batches])
-        blks = np.concatenate([np.full(len(b[2]), b[1], np.int64) for b in batches])
-        samples = np.concatenate([b[2] for b in batches])
-        lines = np.concatenate([b[3] for b in batches])
-        digests = np.ascontiguousarray(np.concatenate([b[4] for b in batches]))
-        keys = digests.view(np.dtype((np.void, 32))).reshape(-1)
-        _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-        inverse = inverse.reshape(-1)
-        groups: dict = {}
-        for i in np.nonzero(counts[inverse] >= 2)[0].tolist():
-            entry = groups.setdefault(int(inverse[i]), (digests[i].tobytes(), []))
-            entry[1].append((int(files[i]), int(blks[i]), int(samples[i]), int(lines[i])))
-        for digest, members in groups.values():
-            members.sort()
-            file, block, sample, _ = members[0]
-            yield (output, file, block), (sample, digest, members)
-
-
-class _WriteDuplicatePartFn(beam.DoFn):
-    """Write the duplicate rows whose first member lies in one block."""
-
-    def __init__(self, config: BuildConfig):
-        self._config = config
-
-    def process(self, element, plan):
-        (output, file, block), groups = element
-        if plan.error is not None:
-            return
-        config = self._config
-        out = config.outputs[output]
-        rows = []
-        n_samples = 0
-        for _, digest, members in sorted(groups, key=lambda g: g[0]):
-            resolved = []
-            for f, b, sample, line in members:
-                bp = plan.blocks[(f, b)]
-                resolved.append((bp.sample_offset + sample, config.files[f].path, bp.line_offset + line + 1))
-            rows.append(indexes.duplicate_row(digest, resolved))
-            n_samples += len(resolved)
-        storage.write_text(layout.part_path(out.path, "duplicate_index.jsonl", file, block), "".join(rows))
-        yield DuplicatePartResult(output, file, block, len(rows), n_samples)
-
-
-class _WriteIndexPartsFn(beam.DoFn):
-    """Turn one block's metadata into its rows of the four per-sample index files."""
-
-    def __init__(self, config: BuildConfig):
-        self._config = config
-
-    def process(self, key, plan):
-        bp = plan.blocks[key]
+        bp, tasks = element
         config = self._config
         spec = config.files[bp.file]
         out = config.outputs[bp.output]
-        meta = pickle.loads(storage.read_bytes(storage.join(layout.block_dir(out.path, bp.file, bp.block), "meta.pkl")))
+        directory = layout.block_dir(out.path, bp.file, bp.block)
+        meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
         rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
         for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
             storage.write_text(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
-        yield PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"])
+        yield PART, PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"],
+                               rows["stats"]["unk_tokens"])
+        hashes = _sorted_hashes(bp, meta)
+        if not len(hashes):
+            return
+        storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
+        bounds = _range_bounds(hashes, tasks)
+        for task in range(tasks):
+            start, end = int(bounds[task]), int(bounds[task + 1])
+            if end > start:
+                yield HASHES, ((bp.output, task), HashSlice(bp.file, bp.block, start, end - start))
 
 
-class _WriteShardFn(beam.DoFn):
+def _sorted_hashes(bp: BlockPlan, meta: BlockResult) -> np.ndarray:
+    """The block's rendered samples as HASH_ROW rows, sorted by digest then sample id."""
+    rendered = np.nonzero(meta.status != BAD)[0]
+    rows = np.zeros(len(rendered), HASH_ROW)
+    if not len(rendered):
+        return rows
+    rows["digest"] = meta.digests[rendered]
+    rows["sample_id"] = rendered.astype(np.int64) + bp.sample_offset
+    rows["line"] = meta.local_line[rendered].astype(np.int64) + bp.line_offset + 1
+    keys = np.ascontiguousarray(rows["digest"]).view(_DIGEST).reshape(-1)
+    return rows[np.argsort(keys, kind="stable")]
+
+
+def _range_bounds(rows: np.ndarray, tasks: int) -> np.ndarray:
+    """Row offsets where each of ``tasks`` equal ranges of the digest space begins."""
+    prefix = np.ascontiguousarray(rows["digest"][:, :8]).view(">u8").reshape(-1)
+    edges = [(t << 64) // tasks for t in range(1, tasks)]
+    inner = np.searchsorted(prefix, np.array(edges, dtype=np.uint64), side="left") if edges else []
+    return np.concatenate([[0], inner, [len(rows)]]).astype(np.int64)
+
+
+def duplicate_tasks(plan, output: int) -> int:
+    """How many digest ranges an output's duplicate search is split into."""
+    oplan = plan.outputs[output]
+    estimate = sum(oplan.samples.values()) + oplan.overflow_samples
+    return max(1, min(MAX_DUPLICATE_TASKS, -(-estimate // DUPLICATE_TASK_SAMPLES)))
+
+
+def _block_plans(plan) -> list:
+    if plan.error is not None:
+        return []
+    tasks = {o: duplicate_tasks(plan, o) for o in range(len(plan.outputs))}
+    return [(plan.blocks[k], tasks[plan.blocks[k].output]) for k in sorted(plan.blocks)]
+
+
+class _FindDuplicatesFn(_StorageDoFn):
+    """Group one digest range of an output; write its groups sorted by first sample id."""
+
+    def __init__(self, config: BuildConfig, filesystem_options: Optional[dict]):
+        super().__init__(filesystem_options)
+        self._config = config
+
+    def process(self, element):
+        (output, task), slices = element
+        config = self._config
+        out = config.outputs[output]
+        unique = {(s.file, s.block): s for s in slices}
+        ordered = [unique[k] for k in sorted(unique)]
+        rows = np.zeros(sum(s.count for s in ordered), HASH_ROW)
+        file_of = np.zeros(len(rows), np.int32)
+        at = 0
+        for s in ordered:
+            path = storage.join(layout.block_dir(out.path, s.file, s.block), "hashes.bin")
+            rows[at:at + s.count] = np.frombuffer(
+                storage.read_range(path, s.start * HASH_ROW.itemsize, s.count * HASH_ROW.itemsize), HASH_ROW)
+            file_of[at:at + s.count] = s.file
+            at += s.count
+        members, starts = _duplicate_groups(rows)
+        paths = [f.path for f in config.files]
+
+        def rendered():
+            for g in range(len(starts) - 1):
+                idx = members[starts[g]:starts[g + 1]].tolist()
+                found = [(int(rows["sample_id"][i]), paths[int(file_of[i])], int(rows["line"][i])) for i in idx]
+                yield indexes.duplicate_row(rows["digest"][idx[0]].tobytes(), found).encode("utf-8")
+
+        storage.write_bytes(layout.duplicate_part_path(out.path, task), rendered())
+        yield DuplicatePartResult(output, task, len(starts) - 1, len(members))
+
+
+
+def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of every digest held by >= 2 rows, grouped: ``(members, starts)``.
+
+    ``members[starts[g]:starts[g + 1]]`` are the rows of group ``g`` in sample-id
+    order, and groups are in the order of their first sample id. Sorting by the
+    digest's first 8 bytes (a uint64) keeps memory near the rows' own 48 bytes; only
+    rows whose prefix repeats are sorted by their full digest.
+    """
+    empty = (np.zeros(0, np.int64), np.zeros(1, np.int64))
+    if len(rows) < 2:
+        return empty
+    prefix = np.ascontiguousarray(rows["digest"][:, :8]).view(">u8").reshape(-1)
+    order = np.argsort(prefix, kind="stable")
+    repeat = prefix[order[1:]] == prefix[order[:-1]]
+    candidate = np.zeros(len(order), bool)
+    candidate[1:] |= repeat
+    candidate[:-1] |= repeat
+    cand = order[candidate]
+    if not len(cand):
+        return empty
+    cand = cand[np.argsort(rows["sample_id"][cand], kind="stable")]
+    keys = np.ascontiguousarray(rows["digest"][cand]).view(_DIGEST).reshape(-1)
+    by_digest = np.argsort(keys, kind="stable")          # stable: sample-id order within a digest
+    cand, keys = cand[by_digest], keys[by_digest]
+    group = np.cumsum(np.r_[True, keys[1:] != keys[:-1]]) - 1
+    keep = np.bincount(group)[group] >= 2                 # a shared prefix, not a shared digest
+    cand, group = cand[keep], group[keep]
+    if not len(cand):
+        return empty
+    begins = np.nonzero(np.r_[True, group[1:] != group[:-1]])[0]
+    ends = np.r_[begins[1:], len(cand)]
+    ranked = np.argsort(rows["sample_id"][cand[begins]], kind="stable")
+    members = np.concatenate([cand[begins[g]:ends[g]] for g in ranked.tolist()])
+    sizes = (ends - begins)[ranked]
+    return members, np.r_[0, np.cumsum(sizes)].astype(np.int64)
+
+
+class _WriteShardFn(_StorageDoFn):
     """Assemble one shard from block spills and write it to staging."""
 
-    def __init__(self, config: BuildConfig, shared: Shared):
+    def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict]):
+        super().__init__(filesystem_options)
         self._config = config
         self._shared = shared
         self._shards = Metrics.counter(NAMESPACE, "shards")
 
     def setup(self):
+        super().setup()
         config = self._config
         self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config)).value
 
@@ -276,7 +440,6 @@ class _WriteShardFn(beam.DoFn):
 
     def _extended_records(self, out, tok, task: ShardTask, n: int) -> bytes:
         lengths = np.array([m[2].lengths for m in task.overflow], dtype=np.int64).reshape(-1, n)
-        tokens, seg_offsets = [], []
         cursor = 0
         flat_parts = []
         starts = np.zeros((len(task.overflow), n), np.int64)
@@ -294,15 +457,70 @@ class _WriteShardFn(beam.DoFn):
         return records.tobytes()
 
 
-class _FinalizeFn(beam.DoFn):
-    def __init__(self, config: BuildConfig, build_info: dict):
+class _HashInputFn(_StorageDoFn):
+    """Size and sha256 of one input or tokenizer file, streamed through FileSystems."""
+
+    def process(self, path: str):
+        from .publish import file_digest
+
+        started = time.monotonic()
+        size, sha = file_digest(path)
+        yield FileDigest(path, size, sha, round(time.monotonic() - started, 3))
+
+
+class _FinalizeFn(_StorageDoFn):
+    """Publish every output (or mark the build failed) from the plan and all results."""
+
+    def __init__(self, config: BuildConfig, build_info: dict, input_digests: Optional[dict],
+                 filesystem_options: Optional[dict]):
+        super().__init__(filesystem_options)
         self._config = config
         self._build_info = build_info
+        self._input_digests = input_digests
 
-    def process(self, _, plan, shard_results, part_results, dup_results):
+    def process(self, element):
         from .publish import finalize
 
-        yield from finalize(self._config, plan, shard_results, part_results, dup_results, self._build_info)
+        _, items = element
+        plan = None
+        found: dict = {SHARD: {}, PART: {}, DUPS: {}, DIGEST: {}}
+        for kind, value in items:
+            if kind == PLAN:
+                plan = value
+            elif kind == DIGEST:
+                found[DIGEST][value.path] = value
+            else:
+                found[kind][(value.output, *_result_key(value))] = value
+        build_info = dict(self._build_info)
+        if self._input_digests is not None:
+            digests = dict(self._input_digests)
+        else:
+            digests = {p: (d.size, d.sha256) for p, d in found[DIGEST].items()}
+            build_info["fingerprint"] = {
+                "computed_by": "pipeline",
+                "files": len(digests),
+                "bytes": sum(d.size for d in found[DIGEST].values()),
+                "seconds_max": max((d.seconds for d in found[DIGEST].values()), default=0.0),
+            }
+        yield from finalize(
+            self._config, plan,
+            [found[SHARD][k] for k in sorted(found[SHARD])],
+            [found[PART][k] for k in sorted(found[PART])],
+            [found[DUPS][k] for k in sorted(found[DUPS])],
+            build_info, digests,
+        )
+
+
+def _result_key(result) -> tuple:
+    if isinstance(result, ShardResult):
+        return (result.unit, result.shard)
+    if isinstance(result, DuplicatePartResult):
+        return (result.task,)
+    return (result.file, result.block)
+
+
+def _tag(kind: str):
+    return lambda value: (kind, value)
 
 
 class UnitBuild(beam.PTransform):
@@ -311,61 +529,78 @@ class UnitBuild(beam.PTransform):
     ``p | UnitBuild(config)`` returns a PCollection of one dict per output directory:
     its path and stats, or the error that stopped the build. Run the launcher-side
     checks (``preflight.check``) before constructing it; ``mintdim_beam.run`` does.
+
+    ``input_digests`` (path -> (size, sha256)) lets a launcher that has already hashed
+    the input and tokenizer files skip the ``HashInputs`` step.
     """
 
-    def __init__(self, config: BuildConfig, build_info: dict | None = None):
+    def __init__(self, config: BuildConfig, build_info: dict | None = None,
+                 input_digests: dict | None = None):
         super().__init__()
         self._config = config
         self._build_info = build_info or {}
+        self._input_digests = input_digests
 
     def expand(self, pbegin):
+        from .publish import fingerprint_paths
+
         config = self._config
         shared = Shared()
+        fs = storage.filesystem_options(pbegin.pipeline.options)
         refs = blocks.plan_blocks(config)
-        encoded = (
+        summaries = (
             pbegin
             | "ListBlocks" >> beam.Create(refs, reshuffle=False)
-            | "SpreadBlocks" >> beam.Reshuffle()
-            | "EncodeBlocks" >> beam.ParDo(_EncodeBlockFn(config, shared))
+            | "SpreadBlocks" >> _Redistribute(lambda r: (r.file, r.block))
+            | "EncodeBlocks" >> beam.ParDo(_EncodeBlockFn(config, shared, fs))
         )
-        summaries = encoded | "TakeSummaries" >> beam.FlatMap(_take, SUMMARY)
-        hashes = encoded | "TakeHashes" >> beam.FlatMap(_take, HASHES)
         # A single-key GroupByKey rather than CombineGlobally/ToList: every runner gets
         # a GroupByKey right, while Dask's combine emits one partial list per partition.
         plan = (
             summaries
             | "KeySummaries" >> beam.Map(lambda s: (0, s))
             | "CollectSummaries" >> beam.GroupByKey()
-            | "MakePlan" >> beam.MapTuple(lambda _, summaries: make_plan(config, summaries))
+            | "MakePlan" >> beam.MapTuple(lambda _, summaries: _plan_from(config, summaries))
         )
-        plan_view = beam.pvalue.AsSingleton(plan)
         shard_results = (
             plan
             | "ListShardTasks" >> beam.FlatMap(lambda p: p.shard_tasks)
-            | "SpreadShardTasks" >> beam.Reshuffle()
-            | "WriteShards" >> beam.ParDo(_WriteShardFn(config, shared))
+            | "SpreadShardTasks" >> _Redistribute(lambda t: (t.output, t.unit, t.shard))
+            | "WriteShards" >> beam.ParDo(_WriteShardFn(config, shared, fs))
         )
-        part_results = (
+        indexed = (
             plan
-            | "ListBlockPlans" >> beam.FlatMap(lambda p: [] if p.error else sorted(p.blocks))
-            | "SpreadBlockPlans" >> beam.Reshuffle()
-            | "WriteIndexParts" >> beam.ParDo(_WriteIndexPartsFn(config), plan_view)
+            | "ListBlockPlans" >> beam.FlatMap(_block_plans)
+            | "SpreadBlockPlans" >> _Redistribute(lambda e: (e[0].file, e[0].block))
+            | "WriteIndexParts" >> beam.ParDo(_WriteIndexPartsFn(config, fs))
         )
+        part_results = indexed | "TakePartResults" >> beam.FlatMap(_take, PART)
         dup_results = (
-            hashes
-            | "GroupHashes" >> beam.GroupByKey()
-            | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn())
-            | "GroupByFirstBlock" >> beam.GroupByKey()
-            | "WriteDuplicateParts" >> beam.ParDo(_WriteDuplicatePartFn(config), plan_view)
+            indexed
+            | "TakeHashSlices" >> beam.FlatMap(_take, HASHES)
+            | "GroupHashSlices" >> beam.GroupByKey()
+            | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn(config, fs))
         )
-        return (
-            pbegin
-            | "FinalizeTrigger" >> beam.Create([None])
-            | "Finalize" >> beam.ParDo(
-                _FinalizeFn(config, self._build_info),
-                plan_view,
-                beam.pvalue.AsList(shard_results),
-                beam.pvalue.AsList(part_results),
-                beam.pvalue.AsList(dup_results),
+        results = [
+            plan | "TagPlan" >> beam.Map(_tag(PLAN)),
+            shard_results | "TagShards" >> beam.Map(_tag(SHARD)),
+            part_results | "TagParts" >> beam.Map(_tag(PART)),
+            dup_results | "TagDuplicates" >> beam.Map(_tag(DUPS)),
+        ]
+        if self._input_digests is None:
+            # Hashing reads every input once more; as its own branch it runs on the
+            # workers alongside encoding instead of before the build on the launcher.
+            results.append(
+                pbegin
+                | "ListInputFiles" >> beam.Create(fingerprint_paths(config), reshuffle=False)
+                | "SpreadInputFiles" >> _Redistribute(lambda path: path)
+                | "HashInputs" >> beam.ParDo(_HashInputFn(fs))
+                | "TagDigests" >> beam.Map(_tag(DIGEST))
             )
+        return (
+            results
+            | "FlattenResults" >> beam.Flatten()
+            | "KeyResults" >> beam.Map(lambda r: (0, r))
+            | "CollectResults" >> beam.GroupByKey()
+            | "Finalize" >> beam.ParDo(_FinalizeFn(config, self._build_info, self._input_digests, fs))
         )

@@ -1,9 +1,13 @@
 """Launch a unit build from a job file with standard Beam pipeline options.
 
-    python pipelines/unit_build.py JOB.yaml [--on-overflow truncate] [--runner ...] [Beam flags]
+    python -m pipelines.unit_build JOB.yaml [--on-overflow truncate] [--runner ...] [Beam flags]
+    python pipelines/unit_build.py JOB.yaml ...              # the same, as a script
 
 A thin wrapper over ``mintdim-beam build``: everything the CLI does not know is passed
-to Beam as a pipeline option (``--runner``, ``--temp_location``, ``--setup_file``, ...).
+to Beam as a pipeline option (``--runner``, ``--temp_location``, ``--sdk_container_image``,
+``--flink_master``, ``--dask_client_address``, ...), and ``--versioned`` /
+``--skip-unchanged`` publish into versioned roots for scheduled rebuilds.
+``pipelines/README.md`` has a command line for each runner.
 """
 
 import sys

@@ -1,0 +1,1 @@
+"""Launchable jobs: ``python -m pipelines.unit_build JOB.yaml [Beam flags]`` (see README.md here)."""
