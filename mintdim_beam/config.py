@@ -23,7 +23,7 @@ TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
 BAD_RECORD_POLICIES = ("abort", "skip")
 
 #: Default byte size of the input blocks that workers read independently.
-DEFAULT_BLOCK_SIZE = 16 * 1024 * 1024
+DEFAULT_BLOCK_SIZE = 4 * 1024 * 1024
 
 
 @dataclass

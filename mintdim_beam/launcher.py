@@ -115,8 +115,11 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> Non
     """
     if runner is None:
         runner = opts.view_as(StandardOptions).runner
+    # A flag given with its default value counts as a choice too, so look at the flags.
+    flags = " ".join(getattr(opts, "_flags", None) or [])
     explicit = opts.get_all_options(drop_default=True)
-    if runner not in LOCAL_RUNNERS or "direct_running_mode" in explicit or "direct_num_workers" in explicit:
+    if runner not in LOCAL_RUNNERS or any(
+            name in explicit or f"--{name}" in flags for name in ("direct_running_mode", "direct_num_workers")):
         return
     cores = os.cpu_count() or 1
     total = sum(storage.size(f.path) for f in config.files)
