@@ -34,10 +34,6 @@ def duplicate_part_path(out: str, task: int) -> str:
     return storage.join(staging_dir(out), "parts", "duplicate_index", f"t{task:06d}.jsonl")
 
 
-def shard_name(unit: int, shard: int) -> str:
-    return f"unit_{unit}/shard_{shard:06d}.bin"
-
-
 def staged_shard(out: str, unit: int, shard: int) -> str:
     return storage.join(staging_dir(out), "shards", f"unit_{unit}", f"shard_{shard:06d}.bin")
 

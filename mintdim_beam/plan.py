@@ -9,7 +9,8 @@ counts into every global fact the writers need, so no worker ever sees the corpu
 * the shard tasks: which byte ranges of which block spills make up each shard;
 * the first error, when a policy says ``abort``.
 
-The plan is a singleton side input; its size grows with the number of blocks and
+The plan is computed once (from a single-key GroupByKey of the summaries) and travels
+inside the task elements that need it; its size grows with the number of blocks and
 overflow samples, never with the number of tokens.
 """
 

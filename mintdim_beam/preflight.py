@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from . import errors, storage
-from .config import BuildConfig, TokenizerSpec
+from .config import BuildConfig
 from .tokenizers import Tokenizer, load_tokenizer
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 #: Name that ``sequence_template`` gives to every literal segment.
 LITERAL_NAME = "token_template"
@@ -122,7 +122,3 @@ def render_value(field: str, value: Any) -> str:
         return json.dumps(value)
     raise FieldTypeError(field, "array" if isinstance(value, list) else "object")
 
-
-def render_fields(record: Mapping[str, Any], fields: Sequence[str]) -> dict[str, str]:
-    """Render every declared field of a parsed JSON object (fields must be present)."""
-    return {name: render_value(name, record[name]) for name in fields}

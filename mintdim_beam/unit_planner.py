@@ -180,10 +180,6 @@ def _fill_row(prev, cur, arg, C, S, V, lo, hi, opt_lo, opt_hi) -> None:
         stack.append((mid + 1, hi, int(a[j]), ohi))
 
 
-def min_padding(hist: LengthHistogram, k: int, multiple: int = 1) -> int:
-    return fit(hist, optimal_sizes(hist, k, multiple)).pad_tokens
-
-
 # --------------------------------------------------------------------------- histograms
 
 
