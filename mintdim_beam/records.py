@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -82,15 +83,16 @@ class _Done:
 class _Batch:
     """A batch between ``_start_batch`` and ``_finish_batch``: checked, hashed, encoding."""
 
-    batch: list
     base: int
     size: int
+    local_line: list          # local line of each sample
     status: np.ndarray
     digests: np.ndarray
     bad: dict
     empty: dict
     first_error: Optional[tuple]
-    good: list
+    good: list                # batch positions of the samples that rendered
+    texts: list               # field texts, field-slot major: texts[k * len(good) + g]
     encoded: object  # Future of (flat, lengths), or None when there is nothing to encode
 
 
@@ -98,10 +100,16 @@ class _Batch:
 class _Parsed:
     """One non-blank line after parsing and rendering (or its error)."""
 
-    local_line: int
-    values: Optional[list] = None   # rendered text per template segment
+    values: Optional[tuple] = None  # rendered text per declared field
     empty: tuple = ()
     error: Optional[errors.MintDimError] = None
+
+
+# One decoder for every line: ``json.loads`` with keyword arguments builds a new one per
+# call. Its scanner parses one JSON value at an offset, which is the fast path below.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN = _DECODER.scan_once
+_JSON_SPACE = " \t\n\r"
 
 
 class BlockEncoder:
@@ -130,6 +138,16 @@ class BlockEncoder:
             for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
         }
         self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
+        position = {name: k for k, name in enumerate(self.field_names)}
+        # Field slot -> index into a sample's values (declared field order).
+        self._slot_field = [position[self.segments[j].text] for j in self.field_slots]
+        # The rendered sample (what is hashed) in one C call: literals inline, fields by index.
+        self._render = "".join(
+            "{%d}" % position[s.text] if s.is_field else s.text.replace("{", "{{").replace("}", "}}")
+            for s in self.segments
+        ).format
+        self._get_fields = operator.itemgetter(*self.field_names)
+        self._one_field = len(self.field_names) == 1
         # encode_threads > 0: encode batches on a thread pool, overlapped with parsing.
         self._pool = ThreadPoolExecutor(encode_threads, thread_name_prefix="encode") if encode_threads else None
         self._max_inflight = max(1, encode_threads)
@@ -137,6 +155,7 @@ class BlockEncoder:
     # -- parsing -------------------------------------------------------------------
 
     def _parse(self, local_line: int, line, file_start: bool) -> Optional[_Parsed]:
+        """The general path: any line, with the spec's error for each way it can be bad."""
         if isinstance(line, bytes):
             try:
                 line = line.decode("utf-8")
@@ -151,7 +170,7 @@ class BlockEncoder:
         if not line.strip():
             return None
         try:
-            obj = json.loads(line, parse_constant=_reject_constant)
+            obj = _DECODER.decode(line)
         except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             return self._error(local_line, errors.SourceParseError, "invalid JSON syntax")
         if not isinstance(obj, dict):
@@ -162,21 +181,20 @@ class BlockEncoder:
                 file=self.spec.path, line=local_line, declared=self.field_names,
                 missing=missing, available=list(obj.keys()),
             )
-            return _Parsed(local_line, error=err)
+            return _Parsed(error=err)
         try:
-            rendered = {name: render_value(name, obj[name]) for name in self.field_names}
+            values = tuple(render_value(name, obj[name]) for name in self.field_names)
         except FieldTypeError as exc:
             err = errors.SampleSchemaError.wrong_type(
                 file=self.spec.path, line=local_line, declared=self.field_names,
                 field=exc.field, type_name=exc.type_name,
             )
-            return _Parsed(local_line, error=err)
-        values = [rendered[s.text] if s.is_field else s.text for s in self.segments]
-        empty = tuple(name for name in self.field_names if rendered[name] == "")
-        return _Parsed(local_line, values=values, empty=empty)
+            return _Parsed(error=err)
+        empty = tuple(name for name, v in zip(self.field_names, values) if v == "")
+        return _Parsed(values=values, empty=empty)
 
     def _error(self, local_line, cls, reason) -> _Parsed:
-        return _Parsed(local_line, error=cls(file=self.spec.path, line=local_line, reason=reason))
+        return _Parsed(error=cls(file=self.spec.path, line=local_line, reason=reason))
 
     # -- the block -----------------------------------------------------------------
 
@@ -187,84 +205,121 @@ class BlockEncoder:
         (tokenizers release the GIL), this thread parses and hashes the next ones and
         lays out the finished ones, so Python work and encoding overlap.
         """
-        batch_size = self.spec.build_batch
+        lines = lines if isinstance(lines, list) else list(lines)
         parts: list[dict] = []
         inflight: deque = deque()
-        batch: list[_Parsed] = []
-        n_lines = base = 0
-
-        def finish_oldest() -> bool:
-            parts.append(self._finish_batch(inflight.popleft()))
-            return parts[-1]["first_error"] is not None
-
-        stop = False
-        for local_line, line in enumerate(lines):
-            n_lines += 1
-            parsed = self._parse(local_line, line, file_start and local_line == 0)
-            if parsed is None:
-                continue
-            batch.append(parsed)
-            if len(batch) >= batch_size:
-                inflight.append(self._start_batch(batch, base))
-                base += len(batch)
-                batch = []
-                if inflight[-1].first_error is not None:
-                    stop = True  # later lines cannot hold the block's first error
+        pos = base = 0
+        while pos < len(lines):
+            batch, pos = self._start_batch(lines, pos, base, file_start)
+            if batch is None:
+                break
+            inflight.append(batch)
+            base += batch.size
+            if batch.first_error is not None:
+                break  # later lines cannot hold the block's first error
+            stop = False
+            while len(inflight) > self._max_inflight:
+                parts.append(self._finish_batch(inflight.popleft()))
+                if parts[-1]["first_error"] is not None:
+                    stop = True
                     break
-                while len(inflight) > self._max_inflight:
-                    if finish_oldest():
-                        stop = True
-                        break
-                if stop:
-                    break
-        if batch and not stop:
-            inflight.append(self._start_batch(batch, base))
-        while inflight:
-            if finish_oldest():
+            if stop:
                 inflight.clear()
-        return self._merge(parts, n_lines)
+                break
+        while inflight:
+            parts.append(self._finish_batch(inflight.popleft()))
+            if parts[-1]["first_error"] is not None:
+                inflight.clear()
+        return self._merge(parts, len(lines))
 
-    def _start_batch(self, batch: list[_Parsed], base: int) -> "_Batch":
-        """Check, hash and submit one batch's field texts to the encode pool.
+    def _start_batch(self, lines: list, pos: int, base: int, file_start: bool):
+        """Parse, check and hash up to ``build_batch`` samples from ``lines[pos:]``, and
+        submit their field texts to the encode pool. Returns ``(batch, next_pos)``.
 
-        ``base`` is the batch's first local sample number.
+        Most lines take the fast path: one scanner call, one ``itemgetter`` for the
+        fields, strings only. Anything else (blank lines, whitespace around the value,
+        a BOM, non-string fields, errors) goes through :meth:`_parse`.
         """
-        S = len(batch)
-        status = np.zeros(S, np.int8)
-        hashes = [_NO_HASH] * S
+        limit = self.spec.build_batch
+        scan, get, render, one = _SCAN, self._get_fields, self._render, self._one_field
+        sha256 = hashlib.sha256
+        local_lines: list = []
+        values: list = []       # values of the good samples
+        good: list = []
+        hashes: list = []
         bad: dict = {}
         empty: dict = {}
         first_error = None
-        good = []
-        for i, p in enumerate(batch):
-            if p.error is None:
+        abort = self.policies.on_bad_record == "abort"
+        n = len(lines)
+        while pos < n and len(local_lines) < limit:
+            local_line = pos
+            line = lines[pos]
+            pos += 1
+            vals = None
+            if type(line) is str and line[:1] == "{" and not (file_start and local_line == 0):
                 try:
-                    rendered = "".join(p.values).encode("utf-8")
+                    obj, end = scan(line, 0)
+                    if end == len(line) or not line[end:].strip(_JSON_SPACE):
+                        vals = (get(obj),) if one else get(obj)
+                        for v in vals:
+                            if type(v) is not str:
+                                vals = None
+                                break
+                except (StopIteration, KeyError, ValueError, TypeError, RecursionError):
+                    vals = None
+                if vals is not None:
+                    empty_names = ()
+                    if "" in vals:
+                        empty_names = tuple(name for name, v in zip(self.field_names, vals) if v == "")
+                    parsed_error = None
+            if vals is None:
+                parsed = self._parse(local_line, line, file_start and local_line == 0)
+                if parsed is None:
+                    continue  # a blank line: no sample
+                vals, empty_names, parsed_error = parsed.values, parsed.empty, parsed.error
+            i = len(local_lines)
+            local_lines.append(local_line)
+            if parsed_error is None:
+                try:
+                    digest = sha256(render(*vals).encode("utf-8")).digest()
                 except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
-                    p.error = errors.SourceParseError(file=self.spec.path, line=p.local_line,
-                                                      reason="invalid UTF-8")
-            if p.error is not None:
-                status[i] = BAD
-                bad[base + i] = (type(p.error).__name__, p.error.reason)
-                if self.policies.on_bad_record == "abort" and first_error is None:
-                    first_error = (base + i, p.local_line, p.error)
+                    parsed_error = errors.SourceParseError(file=self.spec.path, line=local_line,
+                                                           reason="invalid UTF-8")
+            if parsed_error is not None:
+                hashes.append(_NO_HASH)
+                bad[base + i] = (type(parsed_error).__name__, parsed_error.reason)
+                if abort:
+                    first_error = (base + i, local_line, parsed_error)
+                    break
                 continue
-            hashes[i] = hashlib.sha256(rendered).digest()
-            if p.empty:
-                empty[base + i] = list(p.empty)
+            hashes.append(digest)
+            values.append(vals)
             good.append(i)
-
+            if empty_names:
+                empty[base + i] = list(empty_names)
+        S = len(local_lines)
+        if S == 0:
+            return None, pos
+        status = np.zeros(S, np.int8)
+        if bad:
+            status[np.asarray(list(bad), np.int64) - base] = BAD
         digests = np.frombuffer(b"".join(hashes), np.uint8).reshape(S, 32)
-        texts = [batch[i].values[j] for j in self.field_slots for i in good] if good else []
+        texts: list = []
+        if values:
+            columns = list(zip(*values))
+            for k in self._slot_field:
+                texts.extend(columns[k])
         if texts:
             encoded = self._pool.submit(self.tok.encode_batch, texts) if self._pool else _Done(self.tok.encode_batch(texts))
         else:
             encoded = None
-        return _Batch(batch, base, S, status, digests, bad, empty, first_error, good, encoded)
+        batch = _Batch(base, S, local_lines, status, digests, bad, empty, first_error, good, texts, encoded)
+        return batch, pos
 
     def _finish_batch(self, pb: "_Batch") -> dict:
         """Lengths, units, overflow policy, UNK rows and record layout of one batch."""
-        batch, base, S, status, digests = pb.batch, pb.base, pb.size, pb.status, pb.digests
+        base, S, status, digests, local_lines = pb.base, pb.size, pb.status, pb.digests, pb.local_line
         bad, empty, first_error, good = pb.bad, pb.empty, pb.first_error, pb.good
         tok = self.tok
         G = len(good)
@@ -300,11 +355,11 @@ class BlockEncoder:
                 first = int(np.argmax(over))
                 i = good[first]
                 err = errors.UnitOverflowError(
-                    file=self.spec.path, line=batch[i].local_line,
+                    file=self.spec.path, line=local_lines[i],
                     token_count=int(counts[first]), max_unit_size=self.max_size,
                 )
                 if first_error is None or base + i < first_error[0]:
-                    first_error = (base + i, batch[i].local_line, err)
+                    first_error = (base + i, local_lines[i], err)
                 gstatus[over] = OVF_SKIP  # the build fails; lay out nothing for these
             elif policy == "truncate":
                 gstatus[over] = OVF_TRUNCATE
@@ -318,7 +373,7 @@ class BlockEncoder:
                 gstatus[over] = OVF_EXTEND
         written_counts = written.sum(axis=1)
 
-        unk = self._find_unk(batch, good, base, written, flat, flat_starts, gstatus)
+        unk = self._find_unk(pb, good, base, written, flat, flat_starts, gstatus)
 
         records = {}
         placed = (gstatus == OK) | (gstatus == OVF_TRUNCATE)
@@ -346,7 +401,7 @@ class BlockEncoder:
             full_unit[good_arr] = unit
         return {
             "n": S,
-            "local_line": np.fromiter((p.local_line for p in batch), np.int64, count=S),
+            "local_line": np.asarray(local_lines, np.int64),
             "status": full_status,
             "token_count": token_count,
             "orig_count": orig_count,
@@ -371,7 +426,7 @@ class BlockEncoder:
                 pieces.append(seg_tokens[j][start:start + lengths[r, j]])
         return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
-    def _find_unk(self, batch, good, base, written, flat, flat_starts, gstatus) -> dict:
+    def _find_unk(self, pb, good, base, written, flat, flat_starts, gstatus) -> dict:
         """UNK rows for the samples that will be written, over the written payload.
 
         Vectorized over the batch: UNK hits in the flat field tokens are mapped back to
@@ -395,7 +450,7 @@ class BlockEncoder:
             owner, local, r, j = owner[keep], local[keep], r[keep], j[keep]
             if len(owner):
                 bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-                texts = [batch[good[o % G]].values[self.field_slots[o // G]] for o in owner[bounds].tolist()]
+                texts = [pb.texts[o] for o in owner[bounds].tolist()]
                 wanted = [p.tolist() for p in np.split(local, bounds[1:])]
                 chars.extend(self.tok.unk_substrings_at(texts, wanted))
                 rows.append(r)

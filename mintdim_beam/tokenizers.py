@@ -145,11 +145,18 @@ class SentencePieceTokenizer(Tokenizer):
         self.unk_id, self.pad_id = unk, pad
         self.storage = select_storage(self.vocab_size)
         self._numpy_batches = _supports(self._sp, "numpy")
+        self._buffer_batch = _buffer_batch(self._sp)
 
     def encode_batch(self, texts):
         texts = list(texts)
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._buffer_batch is not None:
+            # One buffer per text from C++; joined and viewed once instead of one numpy
+            # array per text (which costs as much as a fifth of the encoding itself).
+            buffers = self._buffer_batch(texts, self._num_threads, None, False, -1, 0.1, False, False, False)
+            lengths = np.fromiter(map(len, map(memoryview, buffers)), dtype=np.int64, count=len(buffers))
+            return np.frombuffer(b"".join(buffers), dtype=np.int32).astype(np.int64), lengths
         if self._numpy_batches:
             arrays = self._sp.encode(texts, return_type="numpy", num_threads=self._num_threads)
             lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
@@ -173,6 +180,27 @@ class SentencePieceTokenizer(Tokenizer):
 
     def decode(self, ids):
         return self._sp.decode([int(i) for i in ids])
+
+
+def _buffer_batch(sp):
+    """The extension's batch encoder to raw int32 buffers, if it behaves as expected.
+
+    sentencepiece 0.2.1+ builds ``encode(..., return_type="numpy")`` on it; calling it
+    directly skips one ``numpy.frombuffer`` per text. The probe compares it with the
+    public API (ids, lengths, no BOS/EOS) and any other release falls back to that.
+    """
+    method = getattr(getattr(sp, "_processor", None), "_EncodeAsBufferBatch", None)
+    if method is None:
+        return None
+    probe = ["Hello world", "", "x y z 123"]
+    try:
+        buffers = method(probe, 1, None, False, -1, 0.1, False, False, False)
+        got = [np.frombuffer(memoryview(b), dtype=np.int32).tolist() for b in buffers]
+        counts = [len(memoryview(b)) for b in buffers]
+    except Exception:  # a different signature or return type: not this release's API
+        return None
+    want = sp.encode(probe, out_type=int)
+    return method if got == want and counts == [len(ids) for ids in want] else None
 
 
 def _supports(sp, return_type: str) -> bool:
