@@ -218,8 +218,3 @@ def _declared_tasks(output: int, unit: int, runs, total: int, sps: int) -> list:
     if filled:
         tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), ()))
     return tasks
-
-
-def shard_position(rank: int, samples_per_shard: int) -> tuple[int, int]:
-    """(shard number, record position in that shard) of a record's rank in its unit."""
-    return divmod(rank, samples_per_shard)

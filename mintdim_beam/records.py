@@ -19,13 +19,14 @@ import operator
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain, repeat, starmap
 from typing import Iterable, Optional
 
 import numpy as np
 
 from . import errors
 from .config import FileSpec, Policies
-from .shard_format import encode_records
+from .shard_format import layout_units
 from .template import FieldTypeError, render_value
 from .tokenizers import Tokenizer
 
@@ -137,6 +138,14 @@ class BlockEncoder:
             j: tokenizer.unk_substrings(self.segments[j].text)
             for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
         }
+        # Literal tokens appended after a batch's field tokens, for the record layout.
+        self._literal_at: dict = {}
+        at = 0
+        for j, toks in self.literal_tokens.items():
+            self._literal_at[j] = at
+            at += len(toks)
+        self._literal_source = (np.concatenate(list(self.literal_tokens.values()))
+                                if self.literal_tokens else np.zeros(0, np.int64))
         self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
         position = {name: k for k, name in enumerate(self.field_names)}
         # Field slot -> index into a sample's values (declared field order).
@@ -241,6 +250,15 @@ class BlockEncoder:
         a BOM, non-string fields, errors) goes through :meth:`_parse`.
         """
         limit = self.spec.build_batch
+        if not (file_start and pos == 0):
+            chunk = lines[pos:pos + limit]
+            clean = self._clean_chunk(chunk)
+            if clean is not None:
+                values, hashes, empty = clean
+                S = len(chunk)
+                empty = {base + i: names for i, names in empty.items()}
+                return self._submit(base, list(range(pos, pos + S)), np.zeros(S, np.int8), hashes,
+                                    {}, empty, None, list(range(S)), values), pos + S
         scan, get, render, one = _SCAN, self._get_fields, self._render, self._one_field
         sha256 = hashlib.sha256
         local_lines: list = []
@@ -304,6 +322,46 @@ class BlockEncoder:
         status = np.zeros(S, np.int8)
         if bad:
             status[np.asarray(list(bad), np.int64) - base] = BAD
+        return self._submit(base, local_lines, status, hashes, bad, empty, first_error, good, values), pos
+
+    def _clean_chunk(self, chunk: list):
+        """``(values, digests, empty)`` for a chunk of lines that are all clean samples, else None.
+
+        A clean line is one JSON object, nothing around it, with every declared field a
+        string: the common case, done with one C-level pass per step (scan, pick
+        fields, render, encode, hash) instead of a Python loop over lines. Any other
+        chunk is redone line by line, where every problem gets its exact error.
+        """
+        try:
+            parsed = list(map(_SCAN, chunk, repeat(0)))
+            objs, ends = zip(*parsed)
+            if list(map(len, chunk)) != list(ends):
+                return None  # whitespace after the value (a CRLF file), or extra data
+            if self._one_field:
+                singles = list(map(self._get_fields, objs))
+                values = [(v,) for v in singles]
+                kinds = set(map(type, singles))
+            else:
+                values = list(map(self._get_fields, objs))
+                kinds = set(map(type, chain.from_iterable(values)))
+            if kinds != {str}:
+                return None
+            data = list(map(str.encode, starmap(self._render, values)))
+        except Exception:  # noqa: BLE001 - any failure means: take the line-by-line path
+            return None
+        sha256 = hashlib.sha256
+        hashes = [sha256(d).digest() for d in data]
+        empty: dict = {}
+        for k, column in enumerate(zip(*values)):
+            if "" in column:
+                name = self.field_names[k]
+                for i in [i for i, v in enumerate(column) if v == ""]:
+                    empty.setdefault(i, []).append(name)
+        return values, hashes, empty
+
+    def _submit(self, base, local_lines, status, hashes, bad, empty, first_error, good, values) -> "_Batch":
+        """Digests as one array, and the field texts (field-slot major) to the encode pool."""
+        S = len(local_lines)
         digests = np.frombuffer(b"".join(hashes), np.uint8).reshape(S, 32)
         texts: list = []
         if values:
@@ -314,8 +372,7 @@ class BlockEncoder:
             encoded = self._pool.submit(self.tok.encode_batch, texts) if self._pool else _Done(self.tok.encode_batch(texts))
         else:
             encoded = None
-        batch = _Batch(base, S, local_lines, status, digests, bad, empty, first_error, good, texts, encoded)
-        return batch, pos
+        return _Batch(base, S, local_lines, status, digests, bad, empty, first_error, good, texts, encoded)
 
     def _finish_batch(self, pb: "_Batch") -> dict:
         """Lengths, units, overflow policy, UNK rows and record layout of one batch."""
@@ -375,15 +432,19 @@ class BlockEncoder:
 
         unk = self._find_unk(pb, good, base, written, flat, flat_starts, gstatus)
 
-        records = {}
-        placed = (gstatus == OK) | (gstatus == OVF_TRUNCATE)
-        for size in np.unique(unit[placed]).tolist():
-            sel = np.nonzero(placed & (unit == size))[0]
-            records[size] = encode_records(
-                size, written[sel], seg_tokens,
-                [None if o is None else o[sel] for o in seg_offsets],
-                tok.storage.magic, tok.pad_id, tok.storage.numpy_dtype,
-            )
+        # Every unit of the batch in one pass; batch-sized arrays stay in cache.
+        placed = np.nonzero((gstatus == OK) | (gstatus == OVF_TRUNCATE))[0]
+        src_starts = np.zeros((len(placed), self.n), np.int64)
+        if len(placed):
+            for j in self.field_slots:
+                src_starts[:, j] = seg_offsets[j][placed]
+        source = flat
+        if self.literal_tokens:
+            source = np.concatenate([flat, self._literal_source])
+            for j, at in self._literal_at.items():
+                src_starts[:, j] = len(flat) + at
+        records = layout_units(unit[placed], written[placed], src_starts, source,
+                               tok.storage.magic, tok.pad_id, tok.storage.numpy_dtype)
         ext = np.nonzero(gstatus == OVF_EXTEND)[0]
         ovf_tokens = np.zeros(0, np.int64)
         if len(ext):

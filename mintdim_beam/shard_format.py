@@ -67,6 +67,50 @@ def encode_records(
     return out
 
 
+def layout_units(
+    units: np.ndarray,
+    seg_lengths: np.ndarray,
+    src_starts: np.ndarray,
+    source: np.ndarray,
+    magic: int,
+    pad_id: int,
+    dtype: np.dtype,
+) -> dict:
+    """Lay out ``m`` samples of any units at once: ``{unit_size: (count, slots) array}``.
+
+    Sample ``i`` goes to unit ``units[i]``; its segment ``j`` is the ``seg_lengths[i, j]``
+    tokens of ``source`` from ``src_starts[i, j]``. Records keep sample order within a
+    unit. One pass over the whole block (all units share one buffer) instead of one
+    :func:`encode_records` call per unit and batch: a block holds tens of thousands of
+    samples, and per-call numpy overhead would otherwise dominate.
+    """
+    m, n = seg_lengths.shape
+    if m == 0:
+        return {}
+    sizes, inverse = np.unique(units, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(sizes)).astype(np.int64)
+    slots = 1 + n + sizes.astype(np.int64)
+    region = np.cumsum(counts * slots) - counts * slots
+    order = np.argsort(inverse, kind="stable")
+    row = np.empty(m, np.int64)
+    row[order] = np.arange(m, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    base = region[inverse] + row * slots[inverse]
+    out = np.full(int((counts * slots).sum()), pad_id, dtype=dtype)
+    out[base] = magic
+    for j in range(n):
+        out[base + 1 + j] = seg_lengths[:, j]
+    lengths = seg_lengths.reshape(-1)
+    if lengths.any():
+        dest_starts = (base + 1 + n)[:, None] + (np.cumsum(seg_lengths, axis=1) - seg_lengths)
+        src = ragged_gather_index(src_starts.reshape(-1), lengths)
+        out[src + np.repeat((dest_starts - src_starts).reshape(-1), lengths)] = source[src]
+    return {
+        int(size): out[region[k]:region[k] + counts[k] * slots[k]].reshape(int(counts[k]), int(slots[k]))
+        for k, size in enumerate(sizes.tolist())
+    }
+
+
 def decode_record(record: np.ndarray, n_segments: int) -> list[np.ndarray]:
     """Split one record (1-D slots) back into its segments' token arrays."""
     lengths = record[1:1 + n_segments].astype(np.int64)
