@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -146,6 +147,22 @@ class SentencePieceTokenizer(Tokenizer):
         self.storage = select_storage(self.vocab_size)
         self._numpy_batches = _supports(self._sp, "numpy")
         self._buffer_batch = _buffer_batch(self._sp)
+        self._local = threading.local()
+        self._pool_class = getattr(spm, "ThreadPool", None)
+
+    def _thread_pool(self):
+        """A one-thread SentencePiece pool per calling thread, kept across calls.
+
+        Without one, every batch call starts (and joins) a C++ thread of its own, which
+        doubles the cost of small batches. Only for single-threaded calls: a pool
+        shared by concurrent callers would serialize them.
+        """
+        if self._num_threads != 1 or self._pool_class is None:
+            return None
+        pool = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = self._pool_class(1)
+        return pool
 
     def encode_batch(self, texts):
         texts = list(texts)
@@ -154,7 +171,8 @@ class SentencePieceTokenizer(Tokenizer):
         if self._buffer_batch is not None:
             # One buffer per text from C++; joined and viewed once instead of one numpy
             # array per text (which costs as much as a fifth of the encoding itself).
-            buffers = self._buffer_batch(texts, self._num_threads, None, False, -1, 0.1, False, False, False)
+            buffers = self._buffer_batch(texts, self._num_threads, self._thread_pool(), False, -1, 0.1,
+                                         False, False, False)
             lengths = np.fromiter(map(len, map(memoryview, buffers)), dtype=np.int64, count=len(buffers))
             return np.frombuffer(b"".join(buffers), dtype=np.int32).astype(np.int64), lengths
         if self._numpy_batches:

@@ -21,7 +21,19 @@ def test_blocks_partition_lines(tmp_path, block):
     path = tmp_path / "f.jsonl"
     path.write_bytes(raw)
     lines = _all_lines(path, len(raw), block)
-    assert lines == raw.decode().split("\n")
+    # CRLF endings come back without the "\r" (JSON whitespace; see read_block_lines).
+    assert lines == raw.decode().replace("\r\n", "\n").split("\n")
+
+
+def test_crlf_is_dropped_but_a_lone_cr_is_kept(tmp_path):
+    path = tmp_path / "f.jsonl"
+    raw = b'{"a": 1}\r\n\r\n{"a": "x\ry"}\r\n\xff\r\n{"b": 2}\r'
+    path.write_bytes(raw)
+    lines, _ = read_block_lines(str(path), 0, len(raw))
+    assert lines == [b'{"a": 1}', b"", b'{"a": "x\ry"}', b"\xff", b'{"b": 2}\r']
+    path.write_bytes(raw.replace(b"\xff", b"z"))
+    lines, _ = read_block_lines(str(path), 0, len(raw))
+    assert lines == ['{"a": 1}', "", '{"a": "x\ry"}', "z", '{"b": 2}\r']
 
 
 def test_trailing_newline_is_not_an_extra_line(tmp_path):

@@ -713,6 +713,44 @@ def test_blocks_build_batch_and_block_size_do_not_change_output(tmp_path, tok):
     assert_same_outputs(tmp_path / "small_blocks", tmp_path / "other_batch")
 
 
+def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypatch):
+    """Blocks are encoded in slices (clean ones on a C-level fast path, the others line
+    by line) and each slice in tokenizer calls of at most ``build_batch`` samples' texts.
+    Tiny slices and calls, mixing clean and irregular lines in every way, give the
+    reference's bytes."""
+    from mintdim_beam import records
+
+    rows = []
+    for n in range(400):
+        if n % 61 == 9:
+            rows.append("")                                       # blank line
+        elif n % 47 == 11:
+            rows.append('{"q": "broken"')                         # bad record (skipped)
+        elif n % 43 == 13:
+            rows.append({"q": n, "a": None})                      # non-string fields
+        elif n % 41 == 17:
+            rows.append('  {"q": "spaced", "a": "x"}  ')          # whitespace around the value
+        elif n % 31 == 19:
+            rows.append({"q": "", "a": EN[n % len(EN)]})          # an empty field
+        elif n % 37 == 21:
+            rows.append({"q": "dup", "a": VI[0]})                 # duplicates
+        else:
+            rows.append({"q": f"q{n}", "a": (EN + VI)[n % 9] * (1 + n % 4)})
+    f = write_jsonl(tmp_path / "mixed.jsonl", rows, newline="\r\n")
+    common = dict(files=[f], fields=[["q", "a"]], templates=["Q: {q}\nA: {a}"], tokenizer_kind=SP,
+                  tokenizer_files=[tok("sp_unigram.model")], sizes=[[16, 32, 64]],
+                  samples_per_shard=[16], on_overflow="extend", on_bad_record="skip")
+    base = build_and_compare(tmp_path, output_dirs="default_slices", build_batch=[4096], **common)
+    stats = OutputDir(base.outputs[0].path).stats
+    assert stats["bad_records"] >= 8 and stats["duplicate_groups"] >= 2
+    for samples, chars, batch in ((7, 1 << 19, 3), (1024, 300, 2), (5, 120, 1)):
+        monkeypatch.setattr(records, "SLICE_SAMPLES", samples)
+        monkeypatch.setattr(records, "SLICE_CHARS", chars)
+        out = f"slices_{samples}_{chars}_{batch}"
+        run_pipeline(output_dirs=str(tmp_path / out), build_batch=[batch], **common)
+        assert_same_outputs(tmp_path / "default_slices", tmp_path / out)
+
+
 # =========================================================================== units and values
 
 
