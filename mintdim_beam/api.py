@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from . import errors
+from . import digests, errors
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -102,10 +102,12 @@ class UnitBuildJob:
         error class when validation fails or a policy aborts the build. Returns a
         ``BuildResult``.
         """
+        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size)
+        early = digests.start_local(config)   # overlaps the Beam import below
+
         from .launcher import launch  # Beam is imported only when a build runs
 
-        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size)
-        return launch(config, runner=runner, options=options, echo=echo)
+        return launch(config, runner=runner, options=options, echo=echo, input_digests=early)
 
 
 def pipeline(name: str) -> UnitBuildJob:

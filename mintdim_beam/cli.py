@@ -30,7 +30,7 @@ import signal
 import sys
 from typing import Optional, Sequence
 
-from . import consumer_cli, errors
+from . import consumer_cli, digests, errors
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -114,8 +114,6 @@ def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
-    from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
-
     for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size"):
         value = getattr(args, name, None)
         if value is not None:
@@ -131,6 +129,10 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     config = resolve(spec, policies, int(run.get("block_size", DEFAULT_BLOCK_SIZE)))
     if run.get("skip_unchanged") and not run.get("versioned"):
         raise _invalid("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)")
+    early = None if run.get("versioned") else digests.start_local(config)   # overlaps the Beam import
+
+    from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
+
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
                                  build_id=getattr(args, "build_id", None))
@@ -138,7 +140,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
             return 0
         result = found.result
     else:
-        result = launch(config, options=list(beam_args))
+        result = launch(config, options=list(beam_args), input_digests=early)
     for out in result.outputs:
         s = out.stats
         print(f"[unit-build] done output={out.path} samples={s['total_samples']} tokens={s['total_tokens']} "

@@ -16,11 +16,13 @@ fingerprint equals the latest one.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import json
 import os
 import platform
+import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +34,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from . import __version__, blocks, errors, layout, preflight, publish, storage
 from .config import BuildConfig
+from .digests import InputDigests
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild
 
@@ -153,14 +156,6 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-@dataclass(frozen=True)
-class InputDigests:
-    """Sizes and sha256 of the build's input and tokenizer files, hashed by the launcher."""
-
-    files: dict                # path -> (size, sha256)
-    seconds: float
-
-
 def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigests:
     """Stream every input and tokenizer file through sha256 (FileSystems), a few at a time."""
     started = time.monotonic()
@@ -171,11 +166,13 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
 
 
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-           echo=print, input_digests: Optional[InputDigests] = None) -> BuildResult:
+           echo=print, input_digests=None) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
 
     ``input_digests``: the input files already hashed (a versioned build that checked
-    for changes); otherwise the pipeline hashes them alongside the build.
+    for changes), or a future of that (``digests.start_local``). Otherwise a local
+    build hashes them on a thread while the pipeline is prepared, and other runners
+    hash them in a pipeline step alongside the build.
     """
     opts = make_options(options)
     storage.configure(opts, force=True)  # s3:// endpoints and keys, before preflight reads
@@ -183,6 +180,12 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     runner, opts = _runner_alias(runner, opts)
     choose_local_mode(config, runner, opts)
     runner_obj, runner_name = resolve_runner(runner, opts)
+    hashing = None
+    if input_digests is None and runner_name == "FnApiRunner":
+        # Local build: the launcher hashes the inputs on a thread (sha256 and file reads
+        # release the GIL) while it builds the pipeline, instead of a pipeline step.
+        hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
+        input_digests = hashing.submit(hash_inputs, config)
     _tune_for_runner(config, runner_name, opts)
     direct = opts.view_as(DirectOptions)
     started = time.time()
@@ -196,21 +199,16 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
         "versions": _versions(),
     }
-    if input_digests is not None:
-        build_info["fingerprint"] = {
-            "computed_by": "launcher",
-            "files": len(input_digests.files),
-            "bytes": sum(size for size, _ in input_digests.files.values()),
-            "seconds": input_digests.seconds,
-        }
     for out in config.outputs:
         storage.mkdirs(out.path)
     mark_started(config, build_info)
     try:
-        _run_pipeline(config, runner_obj, opts, build_info,
-                      None if input_digests is None else input_digests.files)
+        _run_pipeline(config, runner_obj, opts, build_info, input_digests)
     except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
         raise _build_error(config, exc) from None
+    finally:
+        if hashing is not None:
+            hashing.shutdown(wait=False)
     recorded = _recorded_error(config)
     if recorded is not None:
         raise recorded
@@ -221,11 +219,29 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
 
 
 def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
-                  input_digests: Optional[dict]) -> None:
-    """Run the build to completion; close what the runner opened."""
+                  input_digests) -> None:
+    """Run the build to completion; close what the runner opened.
+
+    ``input_digests``: None (the pipeline hashes the inputs), an ``InputDigests``, or a
+    future of one still being computed. It is awaited before the transforms are built:
+    Beam copies (pickles) every DoFn, with its arguments, when it is applied.
+    """
+    digests = None
+    if input_digests is not None:
+        if not isinstance(input_digests, InputDigests):
+            input_digests = input_digests.result()
+        digests = input_digests.files
+        build_info["fingerprint"] = {
+            "computed_by": "launcher",
+            "files": len(input_digests.files),
+            "bytes": sum(size for size, _ in input_digests.files.values()),
+            "seconds": input_digests.seconds,
+        }
     p = beam.Pipeline(runner=runner_obj, options=opts)
-    _ = p | "UnitBuild" >> UnitBuild(config, build_info, input_digests)
-    result = p.run()
+    with _outside_ipython():
+        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests)
+    with _outside_ipython():
+        result = p.run()
     try:
         state = result.wait_until_finish()
     finally:
@@ -234,6 +250,28 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
             client.close()
     if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
         raise RuntimeError(f"the pipeline ended in state {state}")
+
+
+@contextlib.contextmanager
+def _outside_ipython():
+    """Skip Beam's IPython probe when IPython is not loaded in this process.
+
+    Beam asks ``is_in_ipython()`` for every top-level transform, which imports IPython
+    when it is installed (about 0.4 s) just to learn that no shell is running. A
+    process in an IPython shell or notebook has IPython imported already, so the answer
+    is known without the import; the probe is left alone in that case.
+    """
+    if "IPython" in sys.modules:
+        yield
+        return
+    from apache_beam.utils import interactive_utils
+
+    probe = interactive_utils.is_in_ipython
+    interactive_utils.is_in_ipython = lambda: False
+    try:
+        yield
+    finally:
+        interactive_utils.is_in_ipython = probe
 
 
 def _runner_alias(runner, opts: PipelineOptions):

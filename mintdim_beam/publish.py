@@ -33,6 +33,7 @@ from typing import Iterable, Optional
 
 from . import __version__, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
+from .digests import fingerprint_paths
 from .errors import error_from_dict
 from .plan import BuildPlan
 from .tokenizers import load_tokenizer
@@ -231,11 +232,6 @@ def component_versions() -> dict:
 
     return {"mintdim_beam": __version__, "tokenizers": tokenizers.__version__,
             "sentencepiece": sentencepiece.__version__}
-
-
-def fingerprint_paths(config: BuildConfig) -> list[str]:
-    """Every input and tokenizer file of the build, each once, sorted."""
-    return sorted({f.path for f in config.files} | {f.tokenizer.path for f in config.files})
 
 
 def file_digest(path: str) -> tuple[int, str]:

@@ -8,10 +8,11 @@ block, batch and shard size on every runner, including the in-memory one, which 
 whole PCollections (and shuffles) in memory.
 
     BlockRef ──EncodeBlocks──► spills + BlockSummary ──CollectSummaries──► plan
-    plan ──► ShardTask ──WriteShards──► staged shards
-    plan ──► BlockPlan ──WriteIndexParts──► index parts + hashes sorted by digest
+    plan ──► ShardTask | BlockPlan ──WriteOutputs──► staged shards,
+                 index parts + hashes sorted by digest,
                  (output, digest range) → byte ranges ──FindDuplicates──► duplicate parts
-    input files ──HashInputs──► sizes and sha256 (the manifest's fingerprint)
+    input files ──HashInputs──► sizes and sha256 (the manifest's fingerprint; local
+                 builds get them from the launcher instead)
     plan + every result ──CollectResults──► Finalize ──► published output directory
 
 Duplicates: the plan splits each output's digest space into as many ranges as it needs
@@ -263,39 +264,32 @@ def _plan_from(config: BuildConfig, summaries):
     return make_plan(config, [unique[k] for k in sorted(unique)])
 
 
-class _WriteIndexPartsFn(_StorageDoFn):
+def _write_index_part(config: BuildConfig, element):
     """One block's rows of the four per-sample index files, and its content hashes.
 
     The hashes are spilled with global sample ids and lines already resolved from the
-    block's plan, sorted by digest; the element that leaves names the slice of the
+    block's plan, sorted by digest; the elements that leave name the slice of the
     spill each duplicate task must read.
     """
-
-    def __init__(self, config: BuildConfig, filesystem_options: Optional[dict]):
-        super().__init__(filesystem_options)
-        self._config = config
-
-    def process(self, element):
-        bp, tasks = element
-        config = self._config
-        spec = config.files[bp.file]
-        out = config.outputs[bp.output]
-        directory = layout.block_dir(out.path, bp.file, bp.block)
-        meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
-        rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
-        for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
-            storage.write_text(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
-        yield PART, PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"],
-                               rows["stats"]["unk_tokens"])
-        hashes = _sorted_hashes(bp, meta)
-        if not len(hashes):
-            return
-        storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
-        bounds = _range_bounds(hashes, tasks)
-        for task in range(tasks):
-            start, end = int(bounds[task]), int(bounds[task + 1])
-            if end > start:
-                yield HASHES, ((bp.output, task), HashSlice(bp.file, bp.block, start, end - start))
+    bp, tasks = element
+    spec = config.files[bp.file]
+    out = config.outputs[bp.output]
+    directory = layout.block_dir(out.path, bp.file, bp.block)
+    meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
+    rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
+    for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
+        storage.write_text(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
+    yield PART, PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"],
+                           rows["stats"]["unk_tokens"])
+    hashes = _sorted_hashes(bp, meta)
+    if not len(hashes):
+        return
+    storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
+    bounds = _range_bounds(hashes, tasks)
+    for task in range(tasks):
+        start, end = int(bounds[task]), int(bounds[task + 1])
+        if end > start:
+            yield HASHES, ((bp.output, task), HashSlice(bp.file, bp.block, start, end - start))
 
 
 def _sorted_hashes(bp: BlockPlan, meta: BlockResult) -> np.ndarray:
@@ -326,11 +320,18 @@ def duplicate_tasks(plan, output: int) -> int:
     return max(1, min(MAX_DUPLICATE_TASKS, -(-estimate // DUPLICATE_TASK_SAMPLES)))
 
 
-def _block_plans(plan) -> list:
+def _write_tasks(plan) -> list:
+    """The plan's shard tasks and block index tasks ``(BlockPlan, duplicate tasks)``."""
     if plan.error is not None:
-        return []
+        return list(plan.shard_tasks)
     tasks = {o: duplicate_tasks(plan, o) for o in range(len(plan.outputs))}
-    return [(plan.blocks[k], tasks[plan.blocks[k].output]) for k in sorted(plan.blocks)]
+    return list(plan.shard_tasks) + [(plan.blocks[k], tasks[plan.blocks[k].output]) for k in sorted(plan.blocks)]
+
+
+def _write_task_key(task):
+    if isinstance(task, ShardTask):
+        return ("shard", task.output, task.unit, task.shard)
+    return ("block", task[0].file, task[0].block)
 
 
 class _FindDuplicatesFn(_StorageDoFn):
@@ -406,8 +407,8 @@ def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return members, np.r_[0, np.cumsum(sizes)].astype(np.int64)
 
 
-class _WriteShardFn(_StorageDoFn):
-    """Assemble one shard from block spills and write it to staging."""
+class _WriteOutputsFn(_StorageDoFn):
+    """A shard task (assemble one shard from block spills) or a block's index part."""
 
     def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict]):
         super().__init__(filesystem_options)
@@ -420,7 +421,13 @@ class _WriteShardFn(_StorageDoFn):
         config = self._config
         self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config)).value
 
-    def process(self, task: ShardTask):
+    def process(self, task):
+        if isinstance(task, ShardTask):
+            yield SHARD, self._write_shard(task)
+        else:
+            yield from _write_index_part(self._config, task)
+
+    def _write_shard(self, task: ShardTask) -> ShardResult:
         out = self._config.outputs[task.output]
         tok = self._tokenizers[out.tokenizer]
         n = len(out.sequence_template)
@@ -436,7 +443,7 @@ class _WriteShardFn(_StorageDoFn):
             chunks = [self._extended_records(out, tok, task, n)]
         size = storage.write_bytes(layout.staged_shard(out.path, task.unit, task.shard), chunks)
         self._shards.inc()
-        yield ShardResult(task.output, task.unit, task.shard, task.n_records, size)
+        return ShardResult(task.output, task.unit, task.shard, task.n_records, size)
 
     def _extended_records(self, out, tok, task: ShardTask, n: int) -> bytes:
         lengths = np.array([m[2].lengths for m in task.overflow], dtype=np.int64).reshape(-1, n)
@@ -562,29 +569,23 @@ class UnitBuild(beam.PTransform):
             | "CollectSummaries" >> beam.GroupByKey()
             | "MakePlan" >> beam.MapTuple(lambda _, summaries: _plan_from(config, summaries))
         )
-        shard_results = (
+        # Shards and index parts are independent tasks of the same plan: one stage
+        # writes both, spread over the workers together.
+        written = (
             plan
-            | "ListShardTasks" >> beam.FlatMap(lambda p: p.shard_tasks)
-            | "SpreadShardTasks" >> _Redistribute(lambda t: (t.output, t.unit, t.shard))
-            | "WriteShards" >> beam.ParDo(_WriteShardFn(config, shared, fs))
+            | "ListWriteTasks" >> beam.FlatMap(_write_tasks)
+            | "SpreadWriteTasks" >> _Redistribute(_write_task_key)
+            | "WriteOutputs" >> beam.ParDo(_WriteOutputsFn(config, shared, fs))
         )
-        indexed = (
-            plan
-            | "ListBlockPlans" >> beam.FlatMap(_block_plans)
-            | "SpreadBlockPlans" >> _Redistribute(lambda e: (e[0].file, e[0].block))
-            | "WriteIndexParts" >> beam.ParDo(_WriteIndexPartsFn(config, fs))
-        )
-        part_results = indexed | "TakePartResults" >> beam.FlatMap(_take, PART)
         dup_results = (
-            indexed
+            written
             | "TakeHashSlices" >> beam.FlatMap(_take, HASHES)
             | "GroupHashSlices" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn(config, fs))
         )
         results = [
             plan | "TagPlan" >> beam.Map(_tag(PLAN)),
-            shard_results | "TagShards" >> beam.Map(_tag(SHARD)),
-            part_results | "TagParts" >> beam.Map(_tag(PART)),
+            written | "TakeWriteResults" >> beam.Filter(lambda kv: kv[0] in (SHARD, PART)),
             dup_results | "TagDuplicates" >> beam.Map(_tag(DUPS)),
         ]
         if self._input_digests is None:

@@ -90,8 +90,24 @@ def _canonical(obj) -> bytes:
 def test_manifest_carries_the_build_fingerprint(tmp_path):
     job = _job(tmp_path)
     build_and_compare(tmp_path, output_dirs="a", block_size=1024, build_batch=[3], **job)
-    run_pipeline(output_dirs=str(tmp_path / "b"), block_size=8192, build_batch=[50],
-                 options=["--direct_running_mode=multi_processing", "--direct_num_workers=2"], **job)
+    # UnitBuild composed into a pipeline of one's own hashes the inputs in a pipeline
+    # step (``run()`` hashes local inputs on the launcher); the fingerprint is the same.
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from mintdim_beam import pipeline, preflight
+
+    config = (pipeline("unit-build").source.jsonl(files=job["files"], fields=job["fields"],
+                                                  templates=job["templates"])
+              .tokenizer.sentencepiece(files=job["tokenizer_files"])
+              .units(sizes=job["sizes"], build_batch=[50])
+              .output.dir(str(tmp_path / "b"), samples_per_shard=job["samples_per_shard"])
+              .config(on_overflow=job["on_overflow"], on_template_unk=job["on_template_unk"], block_size=8192))
+    preflight.check(config)
+    flags = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    with beam.Pipeline(runner=FnApiRunner(), options=PipelineOptions(flags)) as p:
+        _ = p | transforms.UnitBuild(config)
     assert_same_outputs(tmp_path / "a", tmp_path / "b")   # manifest.json included
 
     import sentencepiece
@@ -105,10 +121,11 @@ def test_manifest_carries_the_build_fingerprint(tmp_path):
     assert re.fullmatch(r"[0-9a-f]{64}", fp["config_sha256"])
     body = {k: v for k, v in fp.items() if k != "id"}
     assert fp["id"] == hashlib.sha256(_canonical(body)).hexdigest()
-    info = json.loads((tmp_path / "b" / "build_info.json").read_text())
-    assert info["fingerprint"]["computed_by"] == "pipeline"
-    assert info["fingerprint"]["files"] == 3
-    assert info["fingerprint"]["bytes"] == sum(os.path.getsize(f) for f in [*job["files"], TOKENIZER])
+    for out, by in (("a", "launcher"), ("b", "pipeline")):
+        info = json.loads((tmp_path / out / "build_info.json").read_text())
+        assert info["fingerprint"]["computed_by"] == by
+        assert info["fingerprint"]["files"] == 3
+        assert info["fingerprint"]["bytes"] == sum(os.path.getsize(f) for f in [*job["files"], TOKENIZER])
 
 
 def test_fingerprint_follows_bytes_config_and_tokenizer_only(tmp_path):
@@ -222,8 +239,8 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
 
 def test_bundles_delivered_twice_never_duplicate_records(tmp_path, monkeypatch):
     """Every DoFn runs each element twice and emits both results, as a retry can."""
-    for cls in (transforms._EncodeBlockFn, transforms._WriteShardFn, transforms._WriteIndexPartsFn,
-                transforms._FindDuplicatesFn, transforms._HashInputFn):
+    for cls in (transforms._EncodeBlockFn, transforms._WriteOutputsFn, transforms._FindDuplicatesFn,
+                transforms._HashInputFn):
         def twice(self, element, _process=cls.process):
             first = list(_process(self, element))
             yield from first
@@ -245,14 +262,14 @@ def job_with_duplicates(tmp_path):
 
 def test_exception_in_a_worker_leaves_nothing_that_looks_complete(tmp_path, monkeypatch):
     job = _job(tmp_path)
-    process = transforms._WriteShardFn.process
+    write_shard = transforms._WriteOutputsFn._write_shard
 
     def failing(self, task):
         if task.shard == 2:
             raise RuntimeError("disk full while writing a shard")
-        yield from process(self, task)
+        return write_shard(self, task)
 
-    monkeypatch.setattr(transforms._WriteShardFn, "process", failing)
+    monkeypatch.setattr(transforms._WriteOutputsFn, "_write_shard", failing)
     out = tmp_path / "out"
     with pytest.raises(Exception, match="disk full while writing a shard"):
         run_pipeline(output_dirs=str(out), block_size=1024, **job)
