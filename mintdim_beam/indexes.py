@@ -79,9 +79,14 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
     empty = ["[]"] * len(indexed)
     if meta.empty_fields:
         position = {int(s): k for k, s in enumerate(indexed.tolist())}
+        texts: dict = {}   # one JSON text per distinct list of empty fields
         for s, names in meta.empty_fields.items():
             if s in position:
-                empty[position[s]] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
+                key = tuple(names)
+                text = texts.get(key)
+                if text is None:
+                    text = texts[key] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
+                empty[position[s]] = text
     idx = indexed.tolist()
     sample_rows = list(map(
         (_SAMPLE_ROW % src.replace("{", "{{").replace("}", "}}")).format,

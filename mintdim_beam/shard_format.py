@@ -32,41 +32,6 @@ def ragged_gather_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(starts, dtype=np.int64), lengths) + within
 
 
-def encode_records(
-    unit_size: int,
-    seg_lengths: np.ndarray,
-    seg_tokens: list,
-    seg_offsets: list,
-    magic: int,
-    pad_id: int,
-    dtype: np.dtype,
-) -> np.ndarray:
-    """Lay out ``m`` records of one unit as an ``(m, slots)`` array.
-
-    ``seg_lengths`` is ``(m, n)``: the tokens written for each sample and segment (already
-    truncated). For segment ``j``, sample ``i``'s tokens start at ``seg_offsets[j][i]`` in
-    the flat array ``seg_tokens[j]``; only the first ``seg_lengths[i, j]`` are taken.
-    """
-    m, n = seg_lengths.shape
-    slots = record_slots(n, unit_size)
-    out = np.full((m, slots), pad_id, dtype=dtype)
-    if m == 0:
-        return out
-    out[:, 0] = magic
-    out[:, 1:1 + n] = seg_lengths
-    flat = out.reshape(-1)
-    payload_start = np.arange(m, dtype=np.int64) * slots + 1 + n
-    cursor = payload_start
-    for j in range(n):
-        lengths = seg_lengths[:, j]
-        if lengths.any():
-            dest = ragged_gather_index(cursor, lengths)
-            src = ragged_gather_index(seg_offsets[j], lengths)
-            flat[dest] = seg_tokens[j][src]
-        cursor = cursor + lengths
-    return out
-
-
 def layout_units(
     units: np.ndarray,
     seg_lengths: np.ndarray,
@@ -80,9 +45,8 @@ def layout_units(
 
     Sample ``i`` goes to unit ``units[i]``; its segment ``j`` is the ``seg_lengths[i, j]``
     tokens of ``source`` from ``src_starts[i, j]``. Records keep sample order within a
-    unit. One pass over the whole block (all units share one buffer) instead of one
-    :func:`encode_records` call per unit and batch: a block holds tens of thousands of
-    samples, and per-call numpy overhead would otherwise dominate.
+    unit. One pass for all units (they share one buffer): per-call numpy overhead would
+    otherwise dominate for small units.
     """
     m, n = seg_lengths.shape
     if m == 0:

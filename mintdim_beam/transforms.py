@@ -54,7 +54,7 @@ from . import blocks, indexes, layout, storage
 from .config import BuildConfig
 from .plan import BlockPlan, BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
 from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
-from .shard_format import encode_records
+from .shard_format import layout_units
 from .tokenizers import SENTENCEPIECE, load_tokenizer
 
 NAMESPACE = "mintdim"
@@ -457,11 +457,10 @@ class _WriteOutputsFn(_StorageDoFn):
             starts[r] = cursor + np.cumsum(lengths[r]) - lengths[r]
             cursor += len(data)
         flat = np.concatenate(flat_parts) if flat_parts else np.zeros(0, np.int64)
-        tokens = [flat] * n
-        seg_offsets = [starts[:, j] for j in range(n)]
-        records = encode_records(task.unit, lengths, tokens, seg_offsets, tok.storage.magic, tok.pad_id,
-                                 tok.storage.numpy_dtype)
-        return records.tobytes()
+        units = np.full(len(lengths), task.unit, np.int64)
+        records = layout_units(units, lengths, starts, flat, tok.storage.magic, tok.pad_id,
+                               tok.storage.numpy_dtype)
+        return records[task.unit].tobytes() if records else b""
 
 
 class _HashInputFn(_StorageDoFn):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from mintdim_beam.shard_format import decode_record, encode_records, ragged_gather_index, view_records
+from mintdim_beam.shard_format import decode_record, layout_units, ragged_gather_index, view_records
 
 
 def test_ragged_gather_index():
@@ -11,26 +11,31 @@ def test_ragged_gather_index():
 
 
 def test_records_layout_and_round_trip():
-    # two samples, three segments; segment 1 is a literal shared by both samples
-    lengths = np.array([[2, 1, 0], [1, 1, 3]])
-    field0 = np.array([5, 6, 7])
-    lit = np.array([9])
-    field2 = np.array([11, 12, 13])
-    out = encode_records(
-        8, lengths, [field0, lit, field2],
-        [np.array([0, 2]), np.array([0, 0]), np.array([0, 0])],
-        magic=0xFFFF, pad_id=0, dtype=np.dtype("<u2"),
-    )
-    assert out.shape == (2, 1 + 3 + 8)
-    assert out[0].tolist() == [0xFFFF, 2, 1, 0, 5, 6, 9, 0, 0, 0, 0, 0]
-    assert out[1].tolist() == [0xFFFF, 1, 1, 3, 7, 9, 11, 12, 13, 0, 0, 0]
-    records = view_records(out.tobytes(), np.dtype("<u2"), 3, 8)
+    # Three samples, three segments, one flat source: field tokens first, then a
+    # literal (segment 1) that every sample shares. Samples 0 and 2 go to unit 8,
+    # sample 1 to unit 4; each unit keeps sample order.
+    source = np.array([5, 6, 7, 11, 12, 13, 21, 9])
+    lengths = np.array([[2, 1, 0], [1, 1, 0], [1, 1, 3]])
+    starts = np.array([[0, 7, 0], [6, 7, 0], [2, 7, 3]])
+    out = layout_units(np.array([8, 4, 8]), lengths, starts, source,
+                       magic=0xFFFF, pad_id=0, dtype=np.dtype("<u2"))
+    assert sorted(out) == [4, 8]
+    assert out[8].shape == (2, 1 + 3 + 8) and out[8].dtype == np.dtype("<u2")
+    assert out[8][0].tolist() == [0xFFFF, 2, 1, 0, 5, 6, 9, 0, 0, 0, 0, 0]
+    assert out[8][1].tolist() == [0xFFFF, 1, 1, 3, 7, 9, 11, 12, 13, 0, 0, 0]
+    assert out[4].tolist() == [[0xFFFF, 1, 1, 0, 21, 9, 0, 0]]
+    records = view_records(out[8].tobytes(), np.dtype("<u2"), 3, 8)
     segs = decode_record(records[1], 3)
     assert [s.tolist() for s in segs] == [[7], [9], [11, 12, 13]]
 
 
 def test_truncated_lengths_take_only_leading_tokens():
-    lengths = np.array([[2, 1]])
-    out = encode_records(3, lengths, [np.array([1, 2, 3]), np.array([4, 5])],
-                         [np.array([0]), np.array([0])], 0xFFFFFFFF, 7, np.dtype("<u4"))
-    assert out.tolist() == [[0xFFFFFFFF, 2, 1, 1, 2, 4]]
+    # Segment lengths already capped by the truncate policy: only leading tokens go in.
+    out = layout_units(np.array([3]), np.array([[2, 1]]), np.array([[0, 3]]), np.array([1, 2, 3, 4, 5]),
+                       0xFFFFFFFF, 7, np.dtype("<u4"))
+    assert out[3].tolist() == [[0xFFFFFFFF, 2, 1, 1, 2, 4]]
+
+
+def test_empty_layout():
+    assert layout_units(np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64),
+                        np.zeros(0, np.int64), 0xFFFF, 0, np.dtype("<u2")) == {}
