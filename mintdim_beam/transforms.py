@@ -54,7 +54,7 @@ from . import blocks, indexes, layout, storage
 from .config import BuildConfig
 from .plan import BlockPlan, BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
 from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
-from .shard_format import layout_units
+from .shard_format import record_slots
 from .tokenizers import SENTENCEPIECE, load_tokenizer
 
 NAMESPACE = "mintdim"
@@ -446,21 +446,17 @@ class _WriteOutputsFn(_StorageDoFn):
         return ShardResult(task.output, task.unit, task.shard, task.n_records, size)
 
     def _extended_records(self, out, tok, task: ShardTask, n: int) -> bytes:
+        """Records of an extended unit: few, long samples, each one contiguous run of
+        tokens in its block's overflow spill, so each is one slice copy."""
         lengths = np.array([m[2].lengths for m in task.overflow], dtype=np.int64).reshape(-1, n)
-        cursor = 0
-        flat_parts = []
-        starts = np.zeros((len(task.overflow), n), np.int64)
+        records = np.full((len(lengths), record_slots(n, task.unit)), tok.pad_id, tok.storage.numpy_dtype)
+        records[:, 0] = tok.storage.magic
+        records[:, 1:1 + n] = lengths
         for r, (file, block, ovf) in enumerate(task.overflow):
             path = storage.join(layout.block_dir(out.path, file, block), "overflow.bin")
             data = np.frombuffer(storage.read_range(path, ovf.token_offset * 8, ovf.token_count * 8), "<i8")
-            flat_parts.append(data)
-            starts[r] = cursor + np.cumsum(lengths[r]) - lengths[r]
-            cursor += len(data)
-        flat = np.concatenate(flat_parts) if flat_parts else np.zeros(0, np.int64)
-        units = np.full(len(lengths), task.unit, np.int64)
-        records = layout_units(units, lengths, starts, flat, tok.storage.magic, tok.pad_id,
-                               tok.storage.numpy_dtype)
-        return records[task.unit].tobytes() if records else b""
+            records[r, 1 + n:1 + n + len(data)] = data
+        return records.tobytes()
 
 
 class _HashInputFn(_StorageDoFn):
