@@ -36,7 +36,7 @@ from . import __version__, blocks, errors, layout, preflight, publish, storage
 from .config import BuildConfig
 from .digests import InputDigests
 from .publish import mark_failed, mark_started
-from .transforms import UnitBuild
+from .transforms import UnitBuild, delivers_finish_bundle
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
@@ -239,7 +239,8 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
         }
     p = beam.Pipeline(runner=runner_obj, options=opts)
     with _outside_ipython():
-        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests)
+        pipelined = delivers_finish_bundle(build_info.get("runner"))
+        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined)
     with _outside_ipython():
         result = p.run()
     try:

@@ -1,14 +1,15 @@
 """From raw JSONL lines to laid-out records (pure: no Beam, no storage).
 
-A worker hands :meth:`BlockEncoder.encode_block` the lines of one input block; it gets
-back a :class:`BlockResult`: the fixed-width records of every declared unit (in sample
-order), the variable-width overflow samples whose unit is only known once every block
-has been seen (the ``extend`` policy), and the per-sample metadata that the index
-writers turn into JSONL rows once global sample ids are known.
+A worker hands :meth:`BlockEncoder.feed` the lines of each input block (or
+:meth:`BlockEncoder.encode_block` those of a single one) and gets back, per block, a
+:class:`BlockResult`: the fixed-width records of every declared unit (in sample order),
+the variable-width overflow samples whose unit is only known once every block has been
+seen (the ``extend`` policy), and the per-sample metadata that the index writers turn
+into JSONL rows once global sample ids are known.
 
-Work is batched by ``build_batch`` samples: one tokenizer call per batch for all field
-segments, numpy for lengths, units, truncation and record layout. Per-sample Python work
-is limited to JSON parsing, rendering and hashing.
+Work is done in slices of about a thousand samples: C-level passes to parse, render and
+hash clean lines, tokenizer calls of at most ``build_batch`` samples' texts on an
+encode pool, numpy for lengths, units, truncation and record layout.
 """
 
 from __future__ import annotations
@@ -117,6 +118,18 @@ class _Batch:
 
 
 @dataclass
+class _BlockState:
+    """A block being encoded: its finished slices and how many are still in flight."""
+
+    key: object
+    n_lines: int
+    parts: list = field(default_factory=list)
+    pending: int = 0
+    fed: bool = False        # every slice submitted
+    stopped: bool = False    # a slice held the block's first error; later ones are dropped
+
+
+@dataclass
 class _Parsed:
     """One non-blank line after parsing and rendering (or its error)."""
 
@@ -179,6 +192,7 @@ class BlockEncoder:
         # encode_threads > 0: encode batches on a thread pool, overlapped with parsing.
         self._pool = ThreadPoolExecutor(encode_threads, thread_name_prefix="encode") if encode_threads else None
         self._max_inflight = max(1, encode_threads)
+        self.reset()
 
     # -- parsing -------------------------------------------------------------------
 
@@ -227,38 +241,65 @@ class BlockEncoder:
     # -- the block -----------------------------------------------------------------
 
     def encode_block(self, lines: Iterable, file_start: bool = False) -> BlockResult:
-        """Encode every line of a block; ``file_start`` marks the file's first block.
+        """Encode every line of one block; ``file_start`` marks the file's first block."""
+        self.reset()
+        done = self.feed(None, lines, file_start) + self.drain()
+        return done[-1][1]
 
-        Batches are pipelined: while the tokenizer encodes one batch on the encode pool
-        (tokenizers release the GIL), this thread parses and hashes the next ones and
-        lays out the finished ones, so Python work and encoding overlap.
+    def feed(self, key, lines: Iterable, file_start: bool = False) -> list:
+        """Start encoding one block; return ``[(key, BlockResult)]`` of blocks now complete.
+
+        Slices are pipelined across blocks, not only within one: while the encode pool
+        (tokenizers release the GIL) works on the last slices of a block, this thread
+        already parses the next block, so the pool never drains at block boundaries.
+        Blocks complete in the order they were fed; :meth:`drain` finishes the rest.
         """
         lines = lines if isinstance(lines, list) else list(lines)
-        parts: list[dict] = []
-        inflight: deque = deque()
+        state = _BlockState(key, len(lines))
+        self._blocks.append(state)
+        done: list = []
         pos = base = 0
         while pos < len(lines):
             batch, pos = self._start_batch(lines, pos, base, file_start)
             if batch is None:
                 break
-            inflight.append(batch)
             base += batch.size
+            state.pending += 1
+            self._inflight.append((state, batch))
             if batch.first_error is not None:
                 break  # later lines cannot hold the block's first error
-            stop = False
-            while len(inflight) > self._max_inflight:
-                parts.append(self._finish_batch(inflight.popleft()))
-                if parts[-1]["first_error"] is not None:
-                    stop = True
-                    break
-            if stop:
-                inflight.clear()
-                break
-        while inflight:
-            parts.append(self._finish_batch(inflight.popleft()))
-            if parts[-1]["first_error"] is not None:
-                inflight.clear()
-        return self._merge(parts, len(lines))
+            while len(self._inflight) > self._max_inflight:
+                self._finish_oldest(done)
+        state.fed = True
+        self._complete(done)
+        return done
+
+    def drain(self) -> list:
+        """Finish every slice in flight; ``[(key, BlockResult)]`` of the remaining blocks."""
+        done: list = []
+        while self._inflight:
+            self._finish_oldest(done)
+        self._complete(done)
+        return done
+
+    def reset(self) -> None:
+        """Forget blocks in flight (a failed bundle's), e.g. before a retried bundle."""
+        self._inflight = deque()
+        self._blocks = deque()
+
+    def _finish_oldest(self, done: list) -> None:
+        state, batch = self._inflight.popleft()
+        part = self._finish_batch(batch)
+        state.pending -= 1
+        if not state.stopped:
+            state.parts.append(part)
+            state.stopped = part["first_error"] is not None   # the block's first error: stop there
+        self._complete(done)
+
+    def _complete(self, done: list) -> None:
+        while self._blocks and self._blocks[0].fed and not self._blocks[0].pending:
+            state = self._blocks.popleft()
+            done.append((state.key, self._merge(state.parts, state.n_lines)))
 
     def _start_batch(self, lines: list, pos: int, base: int, file_start: bool):
         """Parse, check and hash one slice of ``lines[pos:]``, and submit its field texts

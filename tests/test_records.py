@@ -1,0 +1,77 @@
+"""The block encoder on its own: pipelining across blocks changes no result."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from conftest import TESTDATA, write_jsonl
+from mintdim_beam import pipeline, records
+from mintdim_beam.blocks import plan_blocks, read_block_lines
+from mintdim_beam.tokenizers import load_tokenizer
+
+TOKENIZER = str(TESTDATA / "sp_unigram.model")
+
+
+def _rows(n: int) -> list:
+    rows = []
+    for i in range(n):
+        if i % 23 == 4:
+            rows.append("")
+        elif i % 31 == 6:
+            rows.append('{"q": "broken"')
+        else:
+            rows.append({"q": f"question {i}", "a": "answer " * (1 + i % 17)})
+    return rows
+
+
+def _encoder(tmp_path, on_bad_record: str, threads: int):
+    path = write_jsonl(tmp_path / "data.jsonl", _rows(400))
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=["{q}\n{a}"])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[5])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
+              .config(on_overflow="extend", on_bad_record=on_bad_record, block_size=1024))
+    spec = config.files[0]
+    with open(TOKENIZER, "rb") as f:
+        tok = load_tokenizer(spec.tokenizer.kind, TOKENIZER, f.read(), threads=1)
+    return config, records.BlockEncoder(spec, tok, config.policies, encode_threads=threads)
+
+
+def _same(a: records.BlockResult, b: records.BlockResult) -> None:
+    for f in dataclasses.fields(records.BlockResult):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert np.array_equal(x, y), f.name
+        elif f.name == "records":
+            assert sorted(x) == sorted(y) and all(np.array_equal(x[k], y[k]) for k in x), f.name
+        elif f.name == "first_error":
+            assert (x is None) == (y is None) and (x is None or x[:2] == y[:2]), f.name
+        else:
+            assert x == y, f.name
+
+
+@pytest.mark.parametrize("on_bad_record", ["skip", "abort"])
+@pytest.mark.parametrize("threads", [0, 2])
+def test_feed_and_drain_give_each_block_its_own_result(tmp_path, monkeypatch, on_bad_record, threads):
+    monkeypatch.setattr(records, "SLICE_SAMPLES", 4)
+    config, encoder = _encoder(tmp_path, on_bad_record, threads)
+    refs = plan_blocks(config)
+    assert len(refs) > 8
+    lines = {r: read_block_lines(config.files[0].path, r.start, r.end)[0] for r in refs}
+    alone = {r: encoder.encode_block(lines[r], file_start=r.start == 0) for r in refs}
+
+    done = []
+    for r in refs:
+        found = encoder.feed(r, lines[r], file_start=r.start == 0)
+        assert len(done) + len(found) <= refs.index(r) + 1   # never ahead of what was fed
+        done.extend(found)
+    done.extend(encoder.drain())
+    assert [r for r, _ in done] == refs                       # every block once, in order
+    for r, result in done:
+        _same(result, alone[r])
+    assert any(res.bad for res in alone.values())
+    if on_bad_record == "abort":
+        assert any(res.first_error is not None for res in alone.values())
+    assert encoder.drain() == []
