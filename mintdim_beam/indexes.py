@@ -123,16 +123,21 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
             if st == OVF_EXTEND:
                 row["new_unit_size"] = extend_at[i]
             overflow_rows.append(dumps_row(row))
-    for i in sorted(meta.unk):
-        if status[i] in (BAD, OVF_SKIP):
-            continue
-        positions, fields, chars = meta.unk[i]
-        unk_tokens += len(positions)
-        unk_rows.append(dumps_row({
-            "sample_id": base + i, "hash": hexes[64 * i:64 * i + 64], "source_file": source_file,
-            "source_line": int(lines[i]), "unk_count": len(positions), "unk_positions": positions,
-            "unk_field_indices": fields, "unk_chars": chars,
-        }))
+    unk = meta.unk
+    if len(unk):
+        # One row per sample with UNK (BlockEncoder keeps only written samples' tokens).
+        starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
+        ends = np.r_[starts[1:], len(unk)].tolist()
+        positions, fields, chars = unk.position.tolist(), unk.segment.tolist(), unk.chars
+        samples = unk.sample[starts].tolist()
+        for i, a, b in zip(samples, starts.tolist(), ends):
+            unk_rows.append(
+                f'{{"sample_id":{base + i},"hash":"{hexes[64 * i:64 * i + 64]}","source_file":{src},'
+                f'"source_line":{lines[i]},"unk_count":{b - a},'
+                f'"unk_positions":[{",".join(map(str, positions[a:b]))}],'
+                f'"unk_field_indices":[{",".join(map(str, fields[a:b]))}],'
+                f'"unk_chars":{json.dumps(chars[a:b], ensure_ascii=False, separators=(",", ":"))}}}\n')
+        unk_tokens = len(unk)
     return {
         "sample_index.jsonl": "".join(sample_rows),
         "unk_index.jsonl": "".join(unk_rows),

@@ -21,7 +21,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from bisect import bisect_left
-from itertools import accumulate, chain, repeat, starmap
+from itertools import accumulate, chain, compress, repeat, starmap
 from typing import Iterable, Optional
 
 import numpy as np
@@ -53,6 +53,32 @@ def _reject_constant(name):
 
 
 @dataclass
+class UnkTable:
+    """Every UNK token of a block's written samples, one entry per token, columnar.
+
+    Sorted by local sample, then payload position; ``chars`` holds each token's source
+    substring. Arrays rather than a dict per sample: a block of a script the
+    tokenizer cannot spell has millions of them.
+    """
+
+    sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    position: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    segment: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    chars: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    @staticmethod
+    def concat(tables: list) -> "UnkTable":
+        tables = [t for t in tables if len(t)]
+        if not tables:
+            return UnkTable()
+        return UnkTable(np.concatenate([t.sample for t in tables]), np.concatenate([t.position for t in tables]),
+                        np.concatenate([t.segment for t in tables]), [c for t in tables for c in t.chars])
+
+
+@dataclass
 class BlockResult:
     """Everything one block contributes; arrays are indexed by local sample number."""
 
@@ -64,7 +90,7 @@ class BlockResult:
     unit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
     empty_fields: dict = field(default_factory=dict)   # sample -> [field names]
-    unk: dict = field(default_factory=dict)            # sample -> (positions, field_indices, chars)
+    unk: UnkTable = field(default_factory=UnkTable)
     bad: dict = field(default_factory=dict)            # sample -> (error class, reason)
     records: dict = field(default_factory=dict)        # unit size -> (m, slots) array, sample order
     overflow_samples: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -85,19 +111,6 @@ class _Done:
 
     def result(self):
         return self._value
-
-
-class _Joined:
-    """The results of consecutive encode calls as one ``(flat, lengths)``."""
-
-    def __init__(self, parts: list):
-        self._parts = parts
-
-    def result(self):
-        if len(self._parts) == 1:
-            return self._parts[0].result()
-        flats, lengths = zip(*(p.result() for p in self._parts))
-        return np.concatenate(flats), np.concatenate(lengths)
 
 
 @dataclass
@@ -440,15 +453,37 @@ class BlockEncoder:
                 texts.extend(columns[k])
         encoded = None
         if texts:
-            # Tokenizer calls of at most build_batch samples' worth of texts, in order,
-            # so that their concatenation is the encoding of ``texts``.
-            step = self.spec.build_batch * len(self._slot_field)
-            calls = [texts[a:a + step] for a in range(0, len(texts), step)] if len(texts) > step else [texts]
-            if self._pool:
-                encoded = _Joined([self._pool.submit(self.tok.encode_batch, c) for c in calls])
-            else:
-                encoded = _Joined([_Done(self.tok.encode_batch(c)) for c in calls])
+            encoded = (self._pool.submit(self._encode_texts, texts) if self._pool
+                       else _Done(self._encode_texts(texts)))
         return _Batch(base, S, local_lines, status, digests, bad, empty, first_error, good, texts, encoded)
+
+    def _encode_texts(self, texts: list) -> tuple:
+        """The encode-pool side of a slice: ``(flat, lengths, unk_hits, unk_chars)``.
+
+        Tokenizer calls of at most ``build_batch`` samples' worth of texts, in order, so
+        that their concatenation is the encoding of ``texts``; then the source substring
+        of every UNK token (``unk_chars[i]`` for ``flat[unk_hits[i]]``), which needs a
+        second tokenizer pass over the texts that hold one. Both passes release the
+        GIL, so they overlap the parsing of later slices.
+        """
+        step = self.spec.build_batch * len(self._slot_field)
+        calls = [texts[a:a + step] for a in range(0, len(texts), step)] if len(texts) > step else [texts]
+        results = [self.tok.encode_batch(c) for c in calls]
+        if len(results) == 1:
+            flat, lengths = results[0]
+        else:
+            flats, lens = zip(*results)
+            flat, lengths = np.concatenate(flats), np.concatenate(lens)
+        hits = np.nonzero(flat == self.tok.unk_id)[0]
+        chars: list = []
+        if len(hits):
+            starts = np.cumsum(lengths) - lengths
+            owner = np.searchsorted(starts, hits, side="right") - 1
+            local = hits - starts[owner]
+            bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            chars = self.tok.unk_substrings_at([texts[o] for o in owner[bounds].tolist()],
+                                               [p.tolist() for p in np.split(local, bounds[1:])])
+        return flat, lengths, hits, chars
 
     def _finish_batch(self, pb: "_Batch") -> dict:
         """Lengths, units, overflow policy, UNK rows and record layout of one batch."""
@@ -462,8 +497,9 @@ class BlockEncoder:
         nf = len(self.field_slots)
         flat = np.zeros(0, np.int64)
         flat_starts = np.zeros(0, np.int64)
+        unk_hits, unk_chars = np.zeros(0, np.int64), []
         if G and nf:
-            flat, lens = pb.encoded.result()
+            flat, lens, unk_hits, unk_chars = pb.encoded.result()
             lens = lens.reshape(nf, G)
             flat_starts = np.cumsum(lens.reshape(-1)) - lens.reshape(-1)
             starts = flat_starts.reshape(nf, G)
@@ -506,7 +542,7 @@ class BlockEncoder:
                 gstatus[over] = OVF_EXTEND
         written_counts = written.sum(axis=1)
 
-        unk = self._find_unk(pb, good, base, written, flat, flat_starts, gstatus)
+        unk = self._find_unk(good, base, written, flat_starts, gstatus, unk_hits, unk_chars)
 
         # Every unit of the batch in one pass; batch-sized arrays stay in cache.
         placed = np.nonzero((gstatus == OK) | (gstatus == OVF_TRUNCATE))[0]
@@ -563,36 +599,33 @@ class BlockEncoder:
                 pieces.append(seg_tokens[j][start:start + lengths[r, j]])
         return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
-    def _find_unk(self, pb, good, base, written, flat, flat_starts, gstatus) -> dict:
+    def _find_unk(self, good, base, written, flat_starts, gstatus, hits, hit_chars) -> UnkTable:
         """UNK rows for the samples that will be written, over the written payload.
 
-        Vectorized over the batch: UNK hits in the flat field tokens are mapped back to
-        (sample, segment, token index); hits that are not written (truncated, skipped)
-        are dropped first; the source substrings of the rest come from one batched
-        tokenizer call over just the texts that hold them.
+        Vectorized over the batch: UNK hits in the flat field tokens (with their source
+        substrings, from the encode pool) are mapped back to (sample, segment, token
+        index); hits that are not written (truncated, skipped) are dropped.
         """
         G = len(good)
         if not G:
-            return {}
+            return UnkTable()
         unk_id = self.tok.unk_id
         rows, segs, locs = [], [], []
         chars: list = []
-        hits = np.nonzero(flat == unk_id)[0]
         if len(hits):
             owner = np.searchsorted(flat_starts, hits, side="right") - 1
             local = hits - flat_starts[owner]
             r = owner % G
             j = self._field_slot_array[owner // G]
             keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
-            owner, local, r, j = owner[keep], local[keep], r[keep], j[keep]
-            if len(owner):
-                bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-                texts = [pb.texts[o] for o in owner[bounds].tolist()]
-                wanted = [p.tolist() for p in np.split(local, bounds[1:])]
-                chars.extend(self.tok.unk_substrings_at(texts, wanted))
-                rows.append(r)
-                segs.append(j)
-                locs.append(local)
+            if keep.all():
+                chars.extend(hit_chars)
+            else:
+                chars.extend(compress(hit_chars, keep.tolist()))
+                local, r, j = local[keep], r[keep], j[keep]
+            rows.append(r)
+            segs.append(j)
+            locs.append(local)
         for j, lit_chars in self.literal_unk_chars.items():
             lit_local = np.nonzero(self.literal_tokens[j] == unk_id)[0]
             r = np.repeat(np.arange(G), len(lit_local))
@@ -604,19 +637,12 @@ class BlockEncoder:
             locs.append(local[keep])
             chars.extend(_pick(lit_chars, q) for q in rank[keep].tolist())
         if not chars:
-            return {}
+            return UnkTable()
         rows, segs, locs = np.concatenate(rows), np.concatenate(segs), np.concatenate(locs)
         positions = (np.cumsum(written, axis=1) - written)[rows, segs] + locs
         order = np.lexsort((positions, rows))
-        rows_sorted = rows[order]
-        pos_sorted = positions[order].tolist()
-        seg_sorted = segs[order].tolist()
-        chars_sorted = [chars[i] for i in order.tolist()]
-        starts = np.flatnonzero(np.r_[True, rows_sorted[1:] != rows_sorted[:-1]]).tolist()
-        result: dict = {}
-        for a, b in zip(starts, starts[1:] + [len(pos_sorted)]):
-            result[base + good[int(rows_sorted[a])]] = (pos_sorted[a:b], seg_sorted[a:b], chars_sorted[a:b])
-        return result
+        samples = base + np.asarray(good, np.int64)[rows[order]]
+        return UnkTable(samples, positions[order], segs[order], [chars[i] for i in order.tolist()])
 
     def _merge(self, parts: list[dict], n_lines: int) -> BlockResult:
         res = BlockResult(n_lines=n_lines)
@@ -631,10 +657,10 @@ class BlockEncoder:
         res.digests = cat([p["digests"] for p in parts])
         for p in parts:
             res.empty_fields.update(p["empty"])
-            res.unk.update(p["unk"])
             res.bad.update(p["bad"])
             if p["first_error"] is not None and res.first_error is None:
                 res.first_error = p["first_error"]
+        res.unk = UnkTable.concat([p["unk"] for p in parts])
         sizes = sorted({s for p in parts for s in p["records"]})
         for s in sizes:
             res.records[s] = cat([p["records"][s] for p in parts if s in p["records"]])

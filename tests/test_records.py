@@ -23,7 +23,7 @@ def _rows(n: int) -> list:
         elif i % 31 == 6:
             rows.append('{"q": "broken"')
         else:
-            rows.append({"q": f"question {i}", "a": "answer " * (1 + i % 17)})
+            rows.append({"q": f"question {i}", "a": "answer " * (1 + i % 17) + ("漢字 ✓" if i % 7 == 3 else "")})
     return rows
 
 
@@ -46,6 +46,9 @@ def _same(a: records.BlockResult, b: records.BlockResult) -> None:
             assert np.array_equal(x, y), f.name
         elif f.name == "records":
             assert sorted(x) == sorted(y) and all(np.array_equal(x[k], y[k]) for k in x), f.name
+        elif f.name == "unk":
+            assert all(np.array_equal(getattr(x, k), getattr(y, k)) for k in ("sample", "position", "segment"))
+            assert x.chars == y.chars
         elif f.name == "first_error":
             assert (x is None) == (y is None) and (x is None or x[:2] == y[:2]), f.name
         else:
@@ -72,6 +75,7 @@ def test_feed_and_drain_give_each_block_its_own_result(tmp_path, monkeypatch, on
     for r, result in done:
         _same(result, alone[r])
     assert any(res.bad for res in alone.values())
+    assert sum(len(res.unk) for res in alone.values()) > 20
     if on_bad_record == "abort":
         assert any(res.first_error is not None for res in alone.values())
     assert encoder.drain() == []
