@@ -39,6 +39,8 @@ _SAMPLE_ROW = (
     '{{"sample_id":{},"hash":"{}","token_count":{},"unit_size":{},"source_file":%s,'
     '"source_line":{},"shard_path":"unit_{}/shard_{:06d}.bin","empty_fields":{},"shard_record":{}}}\n'
 )
+# A str as a JSON string, as json.dumps(..., ensure_ascii=False) writes it (C encoder).
+_json_string = json.encoder.encode_basestring
 _OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend"}
 
 
@@ -128,15 +130,18 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         # One row per sample with UNK (BlockEncoder keeps only written samples' tokens).
         starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
         ends = np.r_[starts[1:], len(unk)].tolist()
-        positions, fields, chars = unk.position.tolist(), unk.segment.tolist(), unk.chars
+        # Each token's JSON text once, by C-level maps; rows join their slices.
+        positions = list(map(str, unk.position.tolist()))
+        fields = list(map(str, unk.segment.tolist()))
+        chars = list(map(_json_string, unk.chars))
         samples = unk.sample[starts].tolist()
         for i, a, b in zip(samples, starts.tolist(), ends):
             unk_rows.append(
                 f'{{"sample_id":{base + i},"hash":"{hexes[64 * i:64 * i + 64]}","source_file":{src},'
                 f'"source_line":{lines[i]},"unk_count":{b - a},'
-                f'"unk_positions":[{",".join(map(str, positions[a:b]))}],'
-                f'"unk_field_indices":[{",".join(map(str, fields[a:b]))}],'
-                f'"unk_chars":{json.dumps(chars[a:b], ensure_ascii=False, separators=(",", ":"))}}}\n')
+                f'"unk_positions":[{",".join(positions[a:b])}],'
+                f'"unk_field_indices":[{",".join(fields[a:b])}],'
+                f'"unk_chars":[{",".join(chars[a:b])}]}}\n')
         unk_tokens = len(unk)
     return {
         "sample_index.jsonl": "".join(sample_rows),
