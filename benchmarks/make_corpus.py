@@ -1,6 +1,7 @@
 """Deterministic benchmark corpus: instruction records with long-tailed lengths.
 
-    python benchmarks/make_corpus.py OUT.jsonl --mb 100 [--seed 0] [--no-pathological]
+    python benchmarks/make_corpus.py OUT.jsonl --mb 100 [--seed 0] [--no-pathological] [--latin-only]
+    python benchmarks/make_corpus.py OUT.jsonl --mb 100 --tile REAL.jsonl
 
 What it models, and why:
 
@@ -104,6 +105,22 @@ def generate(path: str, megabytes: float, seed: int = 0, pathological: bool = Tr
     return {"path": path, "bytes": written, "records": records, "duplicates": duplicates}
 
 
+def tile(path: str, source: str, megabytes: float) -> dict:
+    """``source``'s lines repeated in order until ``megabytes``: real text, whose
+    repetitions are exact duplicates (every record once per copy)."""
+    with open(source, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") + "\n" for line in f if line.strip()]
+    target = int(megabytes * 1_000_000)
+    written = records = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        while written < target:
+            for line in lines:
+                out.write(line)
+                written += len(line.encode("utf-8"))
+                records += 1
+    return {"path": path, "bytes": written, "records": records, "copies": records // len(lines)}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
@@ -112,7 +129,13 @@ def main(argv=None) -> None:
     parser.add_argument("--no-pathological", action="store_true")
     parser.add_argument("--latin-only", action="store_true",
                         help="only Latin-script text (no Vietnamese or CJK records)")
+    parser.add_argument("--tile", metavar="JSONL",
+                        help="instead: repeat this real dataset (e.g. ../shared/realdata/data/"
+                             "alpaca_en_demo.jsonl) up to the size")
     args = parser.parse_args(argv)
+    if args.tile:
+        print(json.dumps(tile(args.out, args.tile, args.mb)))
+        return
     print(json.dumps(generate(args.out, args.mb, args.seed, not args.no_pathological, not args.latin_only)))
 
 

@@ -1,6 +1,6 @@
 """Throughput and memory of the unit build, measured against baselines in one run.
 
-    python benchmarks/run.py [--mb 100] [--tokenizers sp,bpe] [--skip-datatrove] [--scaling]
+    python benchmarks/run.py [--mb 100] [--tokenizers sp,bpe] [--skip-datatrove] [--scaling] [--corpus F]
 
 On the same generated corpus (``make_corpus.py``) and the same tokenizer it measures,
 each in a fresh process, whole-process wall time and peak RSS (summed over the process
@@ -86,6 +86,17 @@ def ensure_corpus(work: str, mb: float) -> str:
 
         print(f"[bench] generating {path}", flush=True)
         generate(path + ".tmp", mb)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def repeat_corpus(work: str, corpus: str, times: int) -> str:
+    path = os.path.join(work, f"x{times}_{os.path.basename(corpus)}")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "wb") as out:
+            for _ in range(times):
+                with open(corpus, "rb") as f:
+                    shutil.copyfileobj(f, out)
         os.replace(path + ".tmp", path)
     return path
 
@@ -228,12 +239,14 @@ def main(argv=None) -> None:
     parser.add_argument("--sp-model", default=DEFAULT_SP)
     parser.add_argument("--skip-datatrove", action="store_true")
     parser.add_argument("--scaling", action="store_true", help="also run the corpus x1 and x4")
+    parser.add_argument("--corpus", help="use this JSONL (instruction/input/output records) instead of "
+                                         "the generated corpus; --scaling then repeats it 4 times")
     args = parser.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
     import platform
 
     print(f"[bench] python {platform.python_version()}, {os.cpu_count()} cpus, {platform.processor() or platform.machine()}")
-    corpus = ensure_corpus(args.work, args.mb)
+    corpus = os.path.abspath(args.corpus) if args.corpus else ensure_corpus(args.work, args.mb)
     kinds = args.tokenizers.split(",")
     if "sp" in kinds:
         if not os.path.exists(args.sp_model):
@@ -243,13 +256,14 @@ def main(argv=None) -> None:
         path, plain = ensure_bpe(args.work, corpus)
         bench_tokenizer(args, args.work, corpus, "hf_json", path, plain)
     if args.scaling:
-        big = ensure_corpus(args.work, args.mb * 4)
+        big = ensure_corpus(args.work, args.mb * 4) if not args.corpus else repeat_corpus(args.work, corpus, 4)
         kind, tok = ("sentencepiece", args.sp_model) if "sp" in kinds else ("hf_json", ensure_bpe(args.work, corpus)[0])
         print(f"\n== scaling: default pipeline, {kind} ==", flush=True)
         one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [])
         four = run_pipeline(args.work, "scale_x4", big, kind, tok, [])
-        print(f"x1 {args.mb:g} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
-              f"x4 {args.mb * 4:g} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
+        mb = os.path.getsize(corpus) / 1e6
+        print(f"x1 {mb:.0f} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
+              f"x4 {mb * 4:.0f} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
               f"time x{four['wall'] / one['wall']:.2f}  RSS x{four['peak_rss'] / one['peak_rss']:.2f}")
 
 
