@@ -125,9 +125,73 @@ class _Batch:
     bad: dict
     empty: dict
     first_error: Optional[tuple]
-    good: list                # batch positions of the samples that rendered
+    good: list                # batch positions of the rendered samples to encode
     texts: list               # field texts, field-slot major: texts[k * len(good) + g]
     encoded: object  # Future of (flat, lengths), or None when there is nothing to encode
+    repeats: list = field(default_factory=list)   # (position, _Finished) of known repeats
+    store: set = field(default_factory=set)       # positions whose result to remember
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """Everything a written sample contributes, as a pure function of its rendered fields."""
+
+    lengths: tuple            # field lengths in characters (with the digest: the key)
+    unit: int
+    count: int
+    record: np.ndarray        # its record row
+    unk_position: np.ndarray
+    unk_segment: np.ndarray
+    unk_chars: list
+
+
+class _RepeatCache:
+    """Results of samples that occur again, so that exact repeats are not encoded again.
+
+    Real corpora repeat samples (the generated benchmark corpus has about 2%, scraped
+    instruction data far more), and a repeat needs neither the tokenizer nor the UNK
+    audit: its record is a pure function of its field values. The sha256 digest (made
+    for the duplicate index anyway) plus the field lengths identify those values: the
+    literals between fields are fixed. A digest seen once is only remembered; its second
+    occurrence is encoded and its result kept; later ones reuse it. Both the digests
+    seen and the results kept are bounded, so memory does not grow with the corpus.
+    """
+
+    MAX_SEEN = 1 << 18
+    MAX_BYTES = 64 << 20
+
+    def __init__(self):
+        self.seen: set = set()
+        self.entries: dict = {}
+        self.nbytes = 0
+
+    def split(self, positions: list, values: list, hashes: list) -> tuple:
+        """``(fresh, fresh_values, repeats, store)`` of a slice's rendered samples."""
+        digests = [hashes[p] for p in positions]
+        found = list(map(self.entries.get, digests)) if self.entries else None
+        again = self.seen.intersection(digests)
+        if len(self.seen) > self.MAX_SEEN:
+            self.seen.clear()
+        self.seen.update(digests)
+        if not found or not any(found):
+            store = {p for p, d in zip(positions, digests) if d in again} if again else set()
+            return positions, values, [], store
+        fresh, fresh_values, repeats, store = [], [], [], set()
+        for p, v, d, hit in zip(positions, values, digests, found):
+            if hit is not None and hit.lengths == tuple(map(len, v)):
+                repeats.append((p, hit))
+                continue
+            fresh.append(p)
+            fresh_values.append(v)
+            if d in again:
+                store.add(p)
+        return fresh, fresh_values, repeats, store
+
+    def keep(self, digest: bytes, result: _Finished) -> None:
+        size = result.record.nbytes + 64 * len(result.unk_chars)
+        if self.nbytes + size <= self.MAX_BYTES:
+            self.entries[digest] = result
+            self.nbytes += size
 
 
 @dataclass
@@ -205,6 +269,7 @@ class BlockEncoder:
         # encode_threads > 0: encode batches on a thread pool, overlapped with parsing.
         self._pool = ThreadPoolExecutor(encode_threads, thread_name_prefix="encode") if encode_threads else None
         self._max_inflight = max(1, encode_threads)
+        self._repeats = _RepeatCache()
         self.reset()
 
     # -- parsing -------------------------------------------------------------------
@@ -446,6 +511,9 @@ class BlockEncoder:
         """Digests as one array, and the field texts (field-slot major) to the encode pool."""
         S = len(local_lines)
         digests = np.frombuffer(b"".join(hashes), np.uint8).reshape(S, 32)
+        repeats, store = [], set()
+        if values:
+            good, values, repeats, store = self._repeats.split(good, values, hashes)
         texts: list = []
         if values:
             columns = list(zip(*values))
@@ -455,7 +523,8 @@ class BlockEncoder:
         if texts:
             encoded = (self._pool.submit(self._encode_texts, texts) if self._pool
                        else _Done(self._encode_texts(texts)))
-        return _Batch(base, S, local_lines, status, digests, bad, empty, first_error, good, texts, encoded)
+        return _Batch(base, S, local_lines, status, digests, bad, empty, first_error, good, texts, encoded,
+                      repeats, store)
 
     def _encode_texts(self, texts: list) -> tuple:
         """The encode-pool side of a slice: ``(flat, lengths, unk_hits, unk_chars)``.
@@ -572,6 +641,11 @@ class BlockEncoder:
             token_count[good_arr] = written_counts
             orig_count[good_arr] = counts
             full_unit[good_arr] = unit
+        if pb.store:
+            self._remember(pb, good_arr, gstatus, unit, placed, records, unk)
+        if pb.repeats:
+            records, unk = self._add_repeats(pb, good_arr, unit, placed, records, unk,
+                                             full_status, token_count, orig_count, full_unit)
         return {
             "n": S,
             "local_line": np.asarray(local_lines, np.int64),
@@ -589,6 +663,53 @@ class BlockEncoder:
             "ovf_tokens": ovf_tokens,
             "first_error": first_error,
         }
+
+    def _remember(self, pb: "_Batch", good_arr, gstatus, unit, placed, records: dict, unk: UnkTable) -> None:
+        """Keep the results of the slice's samples to store (written whole, not truncated)."""
+        placed_pos = good_arr[placed]
+        placed_unit = unit[placed]
+        for g in np.nonzero(gstatus == OK)[0].tolist():
+            p = int(good_arr[g])
+            if p not in pb.store:
+                continue
+            u = int(unit[g])
+            row = int(np.count_nonzero((placed_unit == u) & (placed_pos < p)))
+            mine = np.nonzero(unk.sample == pb.base + p)[0]
+            lengths = [0] * len(self.field_names)
+            for k, field_index in enumerate(self._slot_field):
+                lengths[field_index] = len(pb.texts[k * len(pb.good) + g])
+            self._repeats.keep(pb.digests[p].tobytes(), _Finished(
+                tuple(lengths), u, int(records[u][row, 1:1 + self.n].sum()), records[u][row].copy(),
+                unk.position[mine], unk.segment[mine], [unk.chars[i] for i in mine.tolist()]))
+
+    def _add_repeats(self, pb: "_Batch", good_arr, unit, placed, records: dict, unk: UnkTable,
+                     full_status, token_count, orig_count, full_unit) -> tuple:
+        """Merge the known repeats' results into the slice's, in sample order."""
+        pos = np.asarray([p for p, _ in pb.repeats], np.int64)
+        hits = [h for _, h in pb.repeats]
+        full_status[pos] = OK
+        token_count[pos] = orig_count[pos] = [h.count for h in hits]
+        full_unit[pos] = [h.unit for h in hits]
+        placed_pos, placed_unit = good_arr[placed], unit[placed]
+        merged = dict(records)
+        for u in sorted({h.unit for h in hits}):
+            mine = [k for k, h in enumerate(hits) if h.unit == u]
+            rows = np.stack([hits[k].record for k in mine])
+            where = np.concatenate([placed_pos[placed_unit == u], pos[mine]])
+            both = np.concatenate([records[u], rows]) if u in records else rows
+            merged[u] = both[np.argsort(where, kind="stable")]
+        with_unk = [(p, h) for p, h in pb.repeats if len(h.unk_chars)]
+        if with_unk:
+            extra = UnkTable(
+                np.concatenate([np.full(len(h.unk_chars), pb.base + p, np.int64) for p, h in with_unk]),
+                np.concatenate([h.unk_position for _, h in with_unk]),
+                np.concatenate([h.unk_segment for _, h in with_unk]),
+                [c for _, h in with_unk for c in h.unk_chars])
+            both = UnkTable.concat([unk, extra])
+            order = np.lexsort((both.position, both.sample))
+            unk = UnkTable(both.sample[order], both.position[order], both.segment[order],
+                           [both.chars[i] for i in order.tolist()])
+        return merged, unk
 
     def _gather_tokens(self, rows, lengths, seg_tokens, seg_offsets) -> np.ndarray:
         """Concatenate the payload tokens of ``rows`` (sample-major, segment order)."""

@@ -751,6 +751,24 @@ def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypa
         assert_same_outputs(tmp_path / "default_slices", tmp_path / out)
 
 
+def test_repeated_samples_match_the_reference(tmp_path, tok, monkeypatch):
+    """Exact repeats reuse earlier results (BlockEncoder's repeat cache): the bytes stay
+    the reference's, UNK rows, truncation and empty fields included."""
+    from mintdim_beam import records
+
+    monkeypatch.setattr(records, "SLICE_SAMPLES", 5)
+    base = [{"q": "ab", "a": "c"}, {"q": "a", "a": "bc"}, {"q": "漢字 question", "a": "answer ✓ 漢"},
+            {"q": "long", "a": " ".join(EN)}, {"q": "", "a": VI[1]}, {"q": "plain", "a": EN[2]}]
+    rows = [dict(r) for _ in range(12) for r in base]
+    f = write_jsonl(tmp_path / "repeats.jsonl", rows)
+    result = build_and_compare(tmp_path, files=[f], fields=[["q", "a"]], templates=["{q}{a}"], tokenizer_kind=SP,
+                               tokenizer_files=[tok("sp_unigram.model")], sizes=[[8, 16, 32]],
+                               samples_per_shard=[7], output_dirs="out", on_overflow="truncate",
+                               on_template_unk="continue", block_size=1024)
+    stats = OutputDir(result.outputs[0].path).stats
+    assert stats["duplicate_groups"] == 5 and stats["samples_with_unk"] >= 12
+
+
 # =========================================================================== units and values
 
 

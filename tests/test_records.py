@@ -79,3 +79,49 @@ def test_feed_and_drain_give_each_block_its_own_result(tmp_path, monkeypatch, on
     if on_bad_record == "abort":
         assert any(res.first_error is not None for res in alone.values())
     assert encoder.drain() == []
+
+
+@pytest.mark.parametrize("on_overflow", ["truncate", "extend"])
+def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overflow):
+    """Samples seen a third time reuse the result of the second (no tokenizer call);
+    every block's result equals the one a fresh encoder (no history) gives."""
+    monkeypatch.setattr(records, "SLICE_SAMPLES", 6)
+    base = [
+        {"q": "ab", "a": "c"}, {"q": "a", "a": "bc"},            # same rendered text, other split
+        {"q": "漢字 question", "a": "answer ✓ 漢"},               # UNK tokens
+        {"q": "long", "a": "word " * 40},                         # overflows the largest unit
+        {"q": "", "a": "empty question"},
+        {"q": "plain", "a": "a plain answer"},
+    ]
+    rows = [dict(r) for _ in range(24) for r in base]
+    path = write_jsonl(tmp_path / "repeats.jsonl", rows)
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=["{q}{a}"])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[4])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
+              .config(on_overflow=on_overflow, block_size=1024))
+    spec = config.files[0]
+    with open(TOKENIZER, "rb") as f:
+        data = f.read()
+
+    def encoder():
+        return records.BlockEncoder(spec, load_tokenizer(spec.tokenizer.kind, TOKENIZER, data, threads=1),
+                                    config.policies, encode_threads=2)
+
+    refs = plan_blocks(config)
+    assert len(refs) > 4
+    shared = encoder()
+    calls = []
+    encode = shared.tok.encode_batch
+    monkeypatch.setattr(shared.tok, "encode_batch", lambda texts: calls.append(len(texts)) or encode(texts))
+    done = []
+    for r in refs:
+        done.extend(shared.feed(r, read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
+    done.extend(shared.drain())
+    assert shared._repeats.entries                                # results were kept ...
+    # ... and reused: of 24 copies x 6 rows x 2 texts (288 without reuse), the overflowing
+    # row and the two rows sharing a digest are encoded every time (144 texts); the other
+    # three rows at most in their first three copies (18 texts).
+    assert sum(calls) <= 144 + 18
+    for r, result in done:
+        _same(result, encoder().encode_block(read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
+    assert sum(len(res.unk) for _, res in done) >= 6
