@@ -34,7 +34,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from . import __version__, blocks, errors, layout, preflight, publish, storage
 from .config import BuildConfig
-from .digests import InputDigests
+from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
 
@@ -165,7 +165,7 @@ def human_bytes(n: int) -> str:
 def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigests:
     """Stream every input and tokenizer file through sha256 (FileSystems), a few at a time."""
     started = time.monotonic()
-    paths = publish.fingerprint_paths(config)
+    paths = fingerprint_paths(config)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths)))) as pool:
         files = dict(zip(paths, pool.map(publish.file_digest, paths)))
     return InputDigests(files, round(time.monotonic() - started, 3))

@@ -33,7 +33,6 @@ from typing import Iterable, Optional
 
 from . import __version__, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
-from .digests import fingerprint_paths
 from .errors import error_from_dict
 from .plan import BuildPlan
 from .tokenizers import load_tokenizer

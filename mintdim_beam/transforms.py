@@ -584,7 +584,7 @@ class UnitBuild(beam.PTransform):
         self._pipeline_blocks = pipeline_blocks
 
     def expand(self, pbegin):
-        from .publish import fingerprint_paths
+        from .digests import fingerprint_paths
 
         config = self._config
         shared = Shared()

@@ -35,6 +35,7 @@ from conftest import (
     run_pipeline,
     write_jsonl,
 )
+from mintdim_beam import digests as digests_module
 from mintdim_beam import publish, transforms
 from mintdim_beam.cli import main
 
@@ -138,7 +139,7 @@ def test_fingerprint_follows_bytes_config_and_tokenizer_only(tmp_path):
                   .tokenizer.sentencepiece(files=[tok]).units(sizes=sizes, build_batch=[batch])
                   .output.dir(str(tmp_path / out), samples_per_shard=[10])
                   .config(on_overflow="extend", block_size=block))
-        digests = {p: (os.path.getsize(p), _sha256(p)) for p in publish.fingerprint_paths(config)}
+        digests = {p: (os.path.getsize(p), _sha256(p)) for p in digests_module.fingerprint_paths(config)}
         return publish.fingerprint(config, config.outputs[0], digests)
 
     base = fingerprint()
