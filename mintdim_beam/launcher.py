@@ -271,14 +271,23 @@ def _outside_ipython():
     if "IPython" in sys.modules:
         yield
         return
+    from apache_beam import pipeline as beam_pipeline
     from apache_beam.utils import interactive_utils
 
-    probe = interactive_utils.is_in_ipython
-    interactive_utils.is_in_ipython = lambda: False
+    # Both names: pipeline.py imported the function itself (for run()).
+    modules = [m for m in (interactive_utils, beam_pipeline) if hasattr(m, "is_in_ipython")]
+    probes = [m.is_in_ipython for m in modules]
+    for m in modules:
+        m.is_in_ipython = _not_in_ipython
     try:
         yield
     finally:
-        interactive_utils.is_in_ipython = probe
+        for m, probe in zip(modules, probes):
+            m.is_in_ipython = probe
+
+
+def _not_in_ipython() -> bool:
+    return False
 
 
 def _runner_alias(runner, opts: PipelineOptions):
