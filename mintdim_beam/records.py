@@ -159,17 +159,37 @@ class _RepeatCache:
 
     MAX_SEEN = 1 << 18
     MAX_BYTES = 64 << 20
+    WINDOW = 1 << 16          # samples between looks at the hit rate
+    MIN_REPEATS = 0.02        # below this share of repeats in a window, rest ...
+    REST_WINDOWS = 4          # ... for this many windows (then look again)
 
     def __init__(self):
         self.seen: set = set()
         self.entries: dict = {}
         self.nbytes = 0
+        self.window = self.repeated = 0
+        self.resting = 0
 
     def split(self, positions: list, values: list, hashes: list) -> tuple:
-        """``(fresh, fresh_values, repeats, store)`` of a slice's rendered samples."""
+        """``(fresh, fresh_values, repeats, store)`` of a slice's rendered samples.
+
+        On data that hardly repeats, the bookkeeping costs more than it saves, so the
+        cache rests for a while after a window with fewer than 2% repeats.
+        """
+        self.window += len(positions)
+        if self.window >= self.WINDOW:
+            if self.resting:
+                self.resting -= 1
+            elif self.repeated < self.MIN_REPEATS * self.window:
+                self.resting = self.REST_WINDOWS
+                self.seen.clear()
+            self.window = self.repeated = 0
+        if self.resting:
+            return positions, values, [], set()
         digests = [hashes[p] for p in positions]
         found = list(map(self.entries.get, digests)) if self.entries else None
         again = self.seen.intersection(digests)
+        self.repeated += len(again)
         if len(self.seen) > self.MAX_SEEN:
             self.seen.clear()
         self.seen.update(digests)
@@ -666,20 +686,28 @@ class BlockEncoder:
 
     def _remember(self, pb: "_Batch", good_arr, gstatus, unit, placed, records: dict, unk: UnkTable) -> None:
         """Keep the results of the slice's samples to store (written whole, not truncated)."""
-        placed_pos = good_arr[placed]
+        wanted = np.searchsorted(good_arr, np.asarray(sorted(pb.store), np.int64))   # good_arr ascends
+        wanted = wanted[gstatus[wanted] == OK]
+        if not len(wanted):
+            return
+        # Each placed sample's row in its unit's records: rank among the placed of its unit.
         placed_unit = unit[placed]
-        for g in np.nonzero(gstatus == OK)[0].tolist():
+        order = np.argsort(placed_unit, kind="stable")
+        sizes, first, counts = np.unique(placed_unit[order], return_index=True, return_counts=True)
+        row = np.empty(len(placed), np.int64)
+        row[order] = np.arange(len(placed)) - np.repeat(first, counts)
+        rows = row[np.searchsorted(placed, wanted)]   # OK samples are placed; placed ascends
+        G, slots = len(pb.good), len(self._slot_field)
+        for g, r in zip(wanted.tolist(), rows.tolist()):
             p = int(good_arr[g])
-            if p not in pb.store:
-                continue
             u = int(unit[g])
-            row = int(np.count_nonzero((placed_unit == u) & (placed_pos < p)))
-            mine = np.nonzero(unk.sample == pb.base + p)[0]
+            mine = np.nonzero(unk.sample == pb.base + p)[0] if len(unk) else np.zeros(0, np.int64)
             lengths = [0] * len(self.field_names)
-            for k, field_index in enumerate(self._slot_field):
-                lengths[field_index] = len(pb.texts[k * len(pb.good) + g])
+            for k in range(slots):
+                lengths[self._slot_field[k]] = len(pb.texts[k * G + g])
+            record = records[u][r]
             self._repeats.keep(pb.digests[p].tobytes(), _Finished(
-                tuple(lengths), u, int(records[u][row, 1:1 + self.n].sum()), records[u][row].copy(),
+                tuple(lengths), u, int(record[1:1 + self.n].sum()), record.copy(),
                 unk.position[mine], unk.segment[mine], [unk.chars[i] for i in mine.tolist()]))
 
     def _add_repeats(self, pb: "_Batch", good_arr, unit, placed, records: dict, unk: UnkTable,

@@ -125,3 +125,29 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
     for r, result in done:
         _same(result, encoder().encode_block(read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
     assert sum(len(res.unk) for _, res in done) >= 6
+
+
+def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
+    cache = records._RepeatCache()
+    monkeypatch.setattr(cache, "WINDOW", 100)
+    digest = lambda i: i.to_bytes(32, "big")                      # noqa: E731
+    values = [("x",)] * 50
+
+    def slice_of(ids):
+        hashes = [digest(i) for i in ids]
+        return cache.split(list(range(len(ids))), values[:len(ids)], hashes)
+
+    slice_of(range(0, 50))
+    slice_of(range(50, 100))
+    fresh, _, repeats, store = slice_of(range(100, 150))          # window 1: no repeats
+    assert cache.resting == cache.REST_WINDOWS and not store and not cache.seen
+    calls = 0
+    while True:
+        out = slice_of(range(0, 50))
+        if not cache.resting:
+            break                                                 # this slice woke it up
+        assert out[2:] == ([], set()) and not cache.seen          # resting: nothing tracked
+        calls += 1
+    assert calls == 2 * cache.REST_WINDOWS - 2                    # REST_WINDOWS windows of 100
+    assert cache.seen == {digest(i) for i in range(50)}           # awake again: seen ...
+    assert slice_of(range(0, 50))[3] == set(range(50))            # ... a second time: store
