@@ -104,22 +104,21 @@ def resolve_runner(runner, options: PipelineOptions):
     return runner, type(runner).__name__
 
 
-#: Inputs at least this large run on one worker process per core by default; on a
-#: two-core machine only from TWO_CORE_MULTI_PROCESS_MIN_BYTES (see choose_local_mode).
+#: Inputs at least this large run on one worker process per core by default.
 MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
-TWO_CORE_MULTI_PROCESS_MIN_BYTES = 192 * 1024 * 1024
 
 
 def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> None:
     """Pick the local runner's mode when the user left it open (measured choice).
 
     In memory, the encode pool keeps every core busy while one thread parses, but the
-    rest of the Python work (parsing, UNK audit, index rows) shares one GIL. Worker
-    processes share nothing but cost about a second to start and to stop. Measured
-    with ``benchmarks/run.py`` on two cores: 100 MB of real English text builds faster
-    in memory (8.3 s against 9.3 s), 400 MB faster with two processes (27 s against
-    31 s). With more cores the processes win sooner. Output bytes are the same either
-    way.
+    rest of the Python work (parsing, UNK audit, index rows, HF ids) shares one GIL.
+    Worker processes share nothing but cost about a second to start and to stop.
+    Measured with ``benchmarks/run.py`` on two cores, 100 MB: where that Python work is
+    heavy, two processes win (generated corpus: T5 16.1 s against 19.5 s, BPE 22.5 s
+    against 25.1 s); where it is light they tie (repeated real text: 5.75 s against
+    5.78 s, 6.57 s against 6.51 s). Smaller inputs stay in memory. Output bytes are the
+    same either way.
     """
     if runner is None:
         runner = opts.view_as(StandardOptions).runner
@@ -131,9 +130,8 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> Non
         return
     cores = os.cpu_count() or 1
     total = sum(storage.size(f.path) for f in config.files)
-    threshold = TWO_CORE_MULTI_PROCESS_MIN_BYTES if cores <= 2 else MULTI_PROCESS_MIN_BYTES
     direct = opts.view_as(DirectOptions)
-    if cores > 1 and total >= threshold:
+    if cores > 1 and total >= MULTI_PROCESS_MIN_BYTES:
         direct.direct_running_mode = "multi_processing"
         direct.direct_num_workers = cores
 
