@@ -69,7 +69,9 @@ def _child(args) -> None:
         .output.dir(args.output, samples_per_shard=[args.samples_per_shard])
     )
     options, runner, cluster = [], None, None
-    if args.runner.startswith("multi"):
+    if args.runner == "memory":   # explicit: the default picks worker processes for large inputs
+        options = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+    elif args.runner.startswith("multi"):
         options = ["--direct_running_mode=multi_processing", f"--direct_num_workers={int(args.runner[5:])}"]
     elif args.runner.startswith("dask"):
         from apache_beam.runners.dask.dask_runner import DaskRunner

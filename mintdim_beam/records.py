@@ -157,8 +157,8 @@ class _RepeatCache:
     seen and the results kept are bounded, so memory does not grow with the corpus.
     """
 
-    MAX_SEEN = 1 << 18
-    MAX_BYTES = 64 << 20
+    MAX_SEEN = 1 << 16        # digests remembered (~6 MiB)
+    MAX_BYTES = 8 << 20       # results kept: a few thousand records of usual widths
     WINDOW = 1 << 16          # samples between looks at the hit rate
     MIN_REPEATS = 0.02        # below this share of repeats in a window, rest ...
     REST_WINDOWS = 4          # ... for this many windows (then look again)
