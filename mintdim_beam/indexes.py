@@ -31,10 +31,6 @@ def dumps_file(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
-def shard_path(unit: int, shard: int) -> str:
-    return f"unit_{unit}/shard_{shard:06d}.bin"
-
-
 _SAMPLE_ROW = (
     '{{"sample_id":{},"hash":"{}","token_count":{},"unit_size":{},"source_file":%s,'
     '"source_line":{},"shard_path":"unit_{}/shard_{:06d}.bin","empty_fields":{},"shard_record":{}}}\n'
