@@ -7,8 +7,10 @@ each in a fresh process, whole-process wall time and peak RSS (summed over the p
 tree, sampled every 20 ms):
 
   (a) ``bare_loop.py``: parse, render and encode the same segments in one thread;
-  (b) the pipeline through ``mintdim-beam build``: the default local configuration,
-      the in-memory FnApiRunner, and the multi-process FnApiRunner with 2 workers;
+  (b) the pipeline: "default" is a script calling the fluent API's ``run()`` with no
+      runner (``fluent_build.py``, the configuration ``run()`` picks itself); the
+      in-memory FnApiRunner and the multi-process FnApiRunner with 2 workers go
+      through ``mintdim-beam build`` with Beam flags;
   (c) datatrove's tokenizer step (BPE only), installed by this script into its own
       virtualenv under the work directory.
 
@@ -183,9 +185,14 @@ def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str) -> tu
     return path, out
 
 
-def run_pipeline(work, name, corpus, kind, tokenizer, flags) -> dict:
+def run_pipeline(work, name, corpus, kind, tokenizer, flags, fluent: bool = False) -> dict:
+    """One build in a fresh process: the CLI with ``flags``, or (``fluent``) a script
+    calling the fluent API's ``run()`` with no runner, as a user's script would."""
     path, out = job_file(work, name, corpus, kind, tokenizer)
-    m = measure([sys.executable, "-m", "mintdim_beam.cli", "build", path, *flags])
+    if fluent:
+        m = measure([sys.executable, os.path.join(HERE, "fluent_build.py"), path])
+    else:
+        m = measure([sys.executable, "-m", "mintdim_beam.cli", "build", path, *flags])
     with open(os.path.join(out, "stats.json")) as f:
         m["tokens"] = json.load(f)["total_tokens"]
     with open(os.path.join(out, "build_info.json")) as f:
@@ -208,11 +215,11 @@ def bench_tokenizer(args, work, corpus, kind, tokenizer, plain) -> None:
     print(row("(a) bare single-thread loop", bare, tokens), flush=True)
     results = {}
     for name, flags in (
-        ("default", []),
+        ("default", None),   # fluent API, run() with no runner
         ("in_memory", ["--direct_running_mode=in_memory", "--direct_num_workers=1"]),
         ("multi_process_2", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
     ):
-        m = run_pipeline(work, f"{kind}_{name}", corpus, kind, tokenizer, flags)
+        m = run_pipeline(work, f"{kind}_{name}", corpus, kind, tokenizer, flags or [], fluent=flags is None)
         results[name] = m
         note = "" if m["tokens"] == tokens else f"  (tokens written {m['tokens']} != {tokens})"
         print(row(f"(b) pipeline {name} [{m['config']}]", m, tokens) + note, flush=True)
@@ -259,8 +266,8 @@ def main(argv=None) -> None:
         big = ensure_corpus(args.work, args.mb * 4) if not args.corpus else repeat_corpus(args.work, corpus, 4)
         kind, tok = ("sentencepiece", args.sp_model) if "sp" in kinds else ("hf_json", ensure_bpe(args.work, corpus)[0])
         print(f"\n== scaling: default pipeline, {kind} ==", flush=True)
-        one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [])
-        four = run_pipeline(args.work, "scale_x4", big, kind, tok, [])
+        one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [], fluent=True)
+        four = run_pipeline(args.work, "scale_x4", big, kind, tok, [], fluent=True)
         mb = os.path.getsize(corpus) / 1e6
         print(f"x1 {mb:.0f} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
               f"x4 {mb * 4:.0f} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
