@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from . import digests, errors
+from . import digests, errors, warm_workers
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -103,11 +103,17 @@ class UnitBuildJob:
         ``BuildResult``.
         """
         config = self.config(on_overflow, on_template_unk, on_bad_record, block_size)
-        early = digests.start_local(config)   # overlaps the Beam import below
-
-        from .launcher import launch  # Beam is imported only when a build runs
-
-        return launch(config, runner=runner, options=options, echo=echo, input_digests=early)
+        # Both overlap the Beam import below: hashing the inputs, and (when the default
+        # local runner will use worker processes) starting those workers.
+        early = digests.start_local(config)
+        pool = warm_workers.start_for(config, runner, options)
+        try:
+            from .launcher import launch  # Beam is imported only when a build runs
+        except BaseException:
+            if pool is not None:
+                pool.close()
+            raise
+        return launch(config, runner=runner, options=options, echo=echo, input_digests=early, warm_pool=pool)
 
 
 def pipeline(name: str) -> UnitBuildJob:

@@ -30,7 +30,7 @@ import signal
 import sys
 from typing import Optional, Sequence
 
-from . import consumer_cli, digests, errors
+from . import consumer_cli, digests, errors, warm_workers
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -129,9 +129,18 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     config = resolve(spec, policies, int(run.get("block_size", DEFAULT_BLOCK_SIZE)))
     if run.get("skip_unchanged") and not run.get("versioned"):
         raise _invalid("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)")
-    early = None if run.get("versioned") else digests.start_local(config)   # overlaps the Beam import
-
-    from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
+    early = pool = None
+    if not run.get("versioned"):
+        # Both overlap the Beam import: hashing the inputs, and starting the worker
+        # processes the default local runner will use (warm_workers).
+        early = digests.start_local(config)
+        pool = warm_workers.start_for(config, None, list(beam_args))
+    try:
+        from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
 
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
@@ -140,7 +149,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
             return 0
         result = found.result
     else:
-        result = launch(config, options=list(beam_args), input_digests=early)
+        result = launch(config, options=list(beam_args), input_digests=early, warm_pool=pool)
     for out in result.outputs:
         s = out.stats
         print(f"[unit-build] done output={out.path} samples={s['total_samples']} tokens={s['total_tokens']} "

@@ -37,6 +37,7 @@ from .config import BuildConfig
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
+from .warm_workers import MULTI_PROCESS_MIN_BYTES, WarmPool
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
@@ -104,10 +105,6 @@ def resolve_runner(runner, options: PipelineOptions):
     return runner, type(runner).__name__
 
 
-#: Inputs at least this large run on one worker process per core by default.
-MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
-
-
 def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> None:
     """Pick the local runner's mode when the user left it open (measured choice).
 
@@ -134,6 +131,25 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> Non
     if cores > 1 and total >= MULTI_PROCESS_MIN_BYTES:
         direct.direct_running_mode = "multi_processing"
         direct.direct_num_workers = cores
+
+
+def _WarmFnApiRunner(pool: WarmPool):
+    """The FnApiRunner, its workers started through ``pool`` (see ``warm_workers``)."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment
+
+    class WarmFnApiRunner(FnApiRunner):
+        def run_pipeline(self, pipeline, options):
+            # The runner swaps in its own worker command when it sees the
+            # multi-process mode; without a mode it keeps ours (and the worker count).
+            direct = options.view_as(DirectOptions)
+            mode, direct.direct_running_mode = direct.direct_running_mode, None
+            try:
+                return super().run_pipeline(pipeline, options)
+            finally:
+                direct.direct_running_mode = mode
+
+    return WarmFnApiRunner(default_environment=SubprocessSDKEnvironment.from_command_string(pool.command()))
 
 
 def _versions() -> dict:
@@ -170,20 +186,37 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
 
 
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-           echo=print, input_digests=None) -> BuildResult:
+           echo=print, input_digests=None, warm_pool: Optional[WarmPool] = None) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
 
     ``input_digests``: the input files already hashed (a versioned build that checked
     for changes), or a future of that (``digests.start_local``). Otherwise a local
     build hashes them on a thread while the pipeline is prepared, and other runners
     hash them in a pipeline step alongside the build.
+
+    ``warm_pool``: worker processes started before Beam was imported
+    (``warm_workers.start_for``); used when the build runs on the local multi-process
+    runner, and closed here in any case.
     """
+    try:
+        return _launch(config, runner, options, ask, interactive, echo, input_digests, warm_pool)
+    finally:
+        if warm_pool is not None:
+            warm_pool.close()
+
+
+def _launch(config, runner, options, ask, interactive, echo, input_digests, warm_pool) -> BuildResult:
     opts = make_options(options)
     storage.configure(opts, force=True)  # s3:// endpoints and keys, before preflight reads
     pre = preflight.check(config, ask=ask, interactive=interactive)
     runner, opts = _runner_alias(runner, opts)
     choose_local_mode(config, runner, opts)
     runner_obj, runner_name = resolve_runner(runner, opts)
+    direct = opts.view_as(DirectOptions)
+    warm = 0
+    if (warm_pool is not None and runner_name == "FnApiRunner"
+            and direct.direct_running_mode == "multi_processing"):
+        runner_obj, warm = _WarmFnApiRunner(warm_pool), warm_pool.size
     hashing = None
     if input_digests is None and runner_name == "FnApiRunner":
         # Local build: the launcher hashes the inputs on a thread (sha256 and file reads
@@ -191,13 +224,13 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
         input_digests = hashing.submit(hash_inputs, config)
     _tune_for_runner(config, runner_name, opts)
-    direct = opts.view_as(DirectOptions)
     started = time.time()
     build_info = {
         "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(),
         "runner": runner_name,
         "direct_running_mode": direct.direct_running_mode,
         "direct_num_workers": direct.direct_num_workers,
+        "warm_workers": warm,
         "block_size": config.block_size,
         "build_batch": [f.build_batch for f in config.files],
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},

@@ -176,3 +176,134 @@ def test_duplicate_search_split_into_digest_ranges_gives_identical_bytes(corpus,
     _assert_same(base, other)
     staged = json.loads(Path(other[0], "stats.json").read_text())
     assert staged["duplicate_groups"] >= 5
+
+
+# --- Warm worker pool: the default multi-process configuration's workers, started early.
+
+def _wait_gone(procs, seconds: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+        time.sleep(0.05)
+    assert all(p.poll() is not None for p in procs), "warm worker processes left running"
+
+
+@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="the default uses processes on 2+ cores")
+def test_default_build_on_warm_workers_gives_identical_bytes(corpus, monkeypatch):
+    """run() with no runner on inputs above the threshold: warm workers, same bytes."""
+    import os
+
+    from mintdim_beam import launcher, warm_workers
+
+    root, job, base = corpus
+    monkeypatch.setattr(warm_workers, "MULTI_PROCESS_MIN_BYTES", 1)
+    monkeypatch.setattr(launcher, "MULTI_PROCESS_MIN_BYTES", 1)
+    pools = []
+    real_start = warm_workers.start
+    monkeypatch.setattr(warm_workers, "start", lambda n: pools.append(real_start(n)) or pools[-1])
+    other = _build_elsewhere(root, job, "warm_default", build_batch=[4], block_size=1024)
+    _assert_same(base, other)
+    info = json.loads(Path(other[0], "build_info.json").read_text())
+    assert info["direct_running_mode"] == "multi_processing"
+    assert info["direct_num_workers"] == os.cpu_count() == info["warm_workers"]
+    (pool,) = pools
+    _wait_gone(pool.processes)
+    assert all(p.returncode == 0 for p in pool.processes)   # each ran one harness, none was stopped
+    assert not os.path.exists(pool.directory)
+
+
+def test_workers_beyond_the_warm_pool_start_as_beam_starts_them(corpus):
+    """A pool of one for two workers: one worker is warm, the other Beam's own."""
+    from mintdim_beam import launcher, warm_workers
+
+    from conftest import quiet
+
+    root, job, base = corpus
+    outputs = [str(root / "warm_one" / "instructions"), str(root / "warm_one" / "chat")]
+    config = (_declared(job, outputs).config(on_overflow="extend", on_template_unk="continue",
+                                             on_bad_record="skip", block_size=2048))
+    pool = warm_workers.start(1)
+    launcher.launch(config, options=["--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+                    echo=quiet, warm_pool=pool)
+    _assert_same(base, outputs)
+    assert json.loads(Path(outputs[0], "build_info.json").read_text())["warm_workers"] == 1
+    _wait_gone(pool.processes)
+    assert pool.processes[0].returncode == 0
+
+
+def _declared(job: dict, outputs: list):
+    from mintdim_beam import pipeline
+
+    return (pipeline("unit-build").source.jsonl(files=job["files"], fields=job["fields"], templates=job["templates"])
+            .tokenizer.sentencepiece(files=job["tokenizer_files"])
+            .units(sizes=job["sizes"], build_batch=[6])
+            .output.dir(outputs, samples_per_shard=job["samples_per_shard"]))
+
+
+def test_unused_warm_workers_are_stopped(corpus, tmp_path):
+    """A pool the build does not use (in memory here) is closed by the launcher."""
+    from mintdim_beam import launcher, warm_workers
+
+    from conftest import quiet
+
+    root, job, base = corpus
+    outputs = [str(tmp_path / "instructions"), str(tmp_path / "chat")]
+    config = _declared(job, outputs).config(on_overflow="extend", on_template_unk="continue",
+                                            on_bad_record="skip", block_size=4096)
+    pool = warm_workers.start(2)
+    launcher.launch(config, options=["--direct_running_mode=in_memory"], echo=quiet, warm_pool=pool)
+    _assert_same(base, outputs)
+    assert json.loads(Path(outputs[0], "build_info.json").read_text())["warm_workers"] == 0
+    _wait_gone(pool.processes)
+
+
+def test_warm_workers_leave_with_their_launcher(tmp_path):
+    """A launcher killed before its build starts leaves no warm worker behind."""
+    import os
+    import subprocess
+    import time
+
+    script = ("import os, sys\n"
+              "from mintdim_beam import warm_workers\n"
+              "pool = warm_workers.start(2)\n"
+              "print(' '.join(str(p.pid) for p in pool.processes), flush=True)\n"
+              "os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # Reparented orphans that exited but were not reaped yet show as zombies.
+        if not os.path.isdir("/proc"):
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(")")[-1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids)
+
+
+def test_warm_pool_is_wanted_only_for_the_default_local_configuration():
+    from mintdim_beam.warm_workers import wanted
+
+    big = 1 << 40
+    cores = __import__("os").cpu_count() or 1
+    expected = cores if cores > 1 else 0
+    assert wanted(big, None, None) == expected
+    assert wanted(big, None, ["--temp_location=/tmp/x"]) == expected
+    assert wanted(1000, None, None) == 0
+    assert wanted(big, "DaskRunner", None) == 0
+    for flag in ("--runner=DataflowRunner", "--direct_running_mode=in_memory", "--direct_num_workers=2",
+                 "--environment_type=DOCKER"):
+        assert wanted(big, None, [flag]) == 0
+    assert wanted(big, None, object()) == 0   # a PipelineOptions: the launcher decides
