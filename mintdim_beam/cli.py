@@ -23,6 +23,7 @@ when every root's latest build has the same fingerprint, which is what a nightly
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import json
 import os
@@ -241,5 +242,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def console_main() -> None:
+    """The ``mintdim-beam`` command: :func:`main`, then a quick interpreter exit.
+
+    When ``main`` returns, every output is published and every file closed; what is
+    left is the interpreter's teardown, whose garbage collections walk the ~1,600
+    modules a Beam process has imported (0.3-0.5 s measured). Freezing the heap
+    first skips those walks; this process ends right after, so nothing is kept alive
+    that would have been needed. (The library's ``run()`` leaves the caller's
+    process alone.)
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -41,6 +41,8 @@ MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
 CLAIMED = ".claimed"
 #: How often a waiting warm process checks that its launcher is still alive.
 POLL_SECONDS = 0.2
+# Not ``-m mintdim_beam.warm_workers``: the package imports this module itself.
+_WARM_MAIN = "import sys; from mintdim_beam.warm_workers import serve; sys.exit(serve(sys.argv[1], int(sys.argv[2])))"
 _SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_shim.py")
 
 
@@ -63,8 +65,7 @@ class WarmPool:
         for i in range(size):
             path = os.path.join(self.directory, f"w{i}.sock")
             self.processes.append(subprocess.Popen(
-                [sys.executable, "-m", "mintdim_beam.warm_workers", path, str(os.getpid())],
-                stdin=subprocess.DEVNULL))
+                [sys.executable, "-c", _WARM_MAIN, path, str(os.getpid())], stdin=subprocess.DEVNULL))
 
     def command(self) -> str:
         """The worker command line for Beam's subprocess environment."""
@@ -196,6 +197,3 @@ def serve(path: str, parent: int) -> int:
         pass
     return code
 
-
-if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1], int(sys.argv[2])))

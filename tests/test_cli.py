@@ -135,3 +135,26 @@ def test_demo(tmp_path, capsys):
         [13, 62], [41, 153, 224], [103, 245], [183, 296]]
     assert [u["source_line"] for u in inst.jsonl("unk_index.jsonl")] == [138]
     assert OutputDir(out_dir / "chat_vi").stats["total_samples"] == 100
+
+
+def test_the_command_exits_with_mains_status(job_dir, tok):
+    """``python -m mintdim_beam.cli`` (the console script's entry): 0 after a build, 2 on
+    a bad job, with the build's output complete before the quick exit."""
+    import subprocess
+    import sys
+
+    (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model"), on_overflow="truncate"),
+                                      encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "build", "job.yaml"],
+                          capture_output=True, text=True, cwd=job_dir)
+    assert done.returncode == 0, done.stderr
+    assert "[unit-build] done output=./out/a" in done.stdout
+    out = OutputDir(job_dir / "out" / "a")
+    assert out.stats["total_samples"] == 2
+    out.check_layout()
+    (job_dir / "bad.yaml").write_text(_job_yaml(tok("sp_unigram.model"), sections=("source", "run")),
+                                      encoding="utf-8")
+    failed = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "build", "bad.yaml"],
+                            capture_output=True, text=True, cwd=job_dir)
+    assert failed.returncode == 2
+    assert "[english] PipelineValidationError" in failed.stderr and "Traceback" not in failed.stderr
