@@ -31,9 +31,11 @@ def dumps_file(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
+# printf-style: about a quarter faster than str.format over a block's rows. The source
+# file's JSON text is baked in per block (its "%" escaped) before the rows are formatted.
 _SAMPLE_ROW = (
-    '{{"sample_id":{},"hash":"{}","token_count":{},"unit_size":{},"source_file":%s,'
-    '"source_line":{},"shard_path":"unit_{}/shard_{:06d}.bin","empty_fields":{},"shard_record":{}}}\n'
+    '{"sample_id":%%d,"hash":"%%s","token_count":%%d,"unit_size":%%d,"source_file":%s,'
+    '"source_line":%%d,"shard_path":"unit_%%d/shard_%%06d.bin","empty_fields":%%s,"shard_record":%%d}\n'
 )
 # A str as a JSON string, as json.dumps(..., ensure_ascii=False) writes it (C encoder).
 _json_string = json.encoder.encode_basestring
@@ -47,7 +49,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
     Global ids are the block's offsets from the plan plus local positions; a record's
     shard comes from its rank in its unit. Sample rows (one per written sample, the bulk
     of the work) are computed column-wise with numpy and formatted by one C-level
-    ``str.format`` per row; the rare rows of the other indexes are built one by one.
+    printf-style ``%`` per row; the rare rows of the other indexes are built one by one.
     """
     src = json.dumps(source_file, ensure_ascii=False)
     status = meta.status
@@ -86,8 +88,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
                     text = texts[key] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
                 empty[position[s]] = text
     idx = indexed.tolist()
-    sample_rows = list(map(
-        (_SAMPLE_ROW % src.replace("{", "{{").replace("}", "}}")).format,
+    sample_rows = list(map((_SAMPLE_ROW % src.replace("%", "%%")).__mod__, zip(
         (indexed + base).tolist(),
         [hexes[64 * i:64 * i + 64] for i in idx],
         meta.token_count[indexed].tolist(),
@@ -97,7 +98,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         shards.tolist(),
         empty,
         records.tolist(),
-    ))
+    )))
 
     bad_rows = []
     overflow_rows = []
