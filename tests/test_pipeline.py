@@ -95,7 +95,7 @@ def test_shared_output_two_files(tmp_path, tok):
         {"title": "Tides", "body": EN[1]},
         {"title": "Bread", "body": EN[2]},
     ])
-    f2 = write_jsonl(tmp_path / "in" / "dữ liệu" / "b c.jsonl", [
+    f2 = write_jsonl(tmp_path / "in" / "dữ liệu" / "b c 100%{x}%d.jsonl", [  # "%" and braces in a path
         "",
         {"body": VI[0], "title": "Ong"},
         {"title": "Triều", "body": VI[1]},
