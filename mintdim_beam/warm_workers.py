@@ -62,10 +62,14 @@ class WarmPool:
         self.size = size
         self.directory = tempfile.mkdtemp(prefix="mintdim-warm-")
         self.processes: list[subprocess.Popen] = []
-        for i in range(size):
-            path = os.path.join(self.directory, f"w{i}.sock")
-            self.processes.append(subprocess.Popen(
-                [sys.executable, "-c", _WARM_MAIN, path, str(os.getpid())], stdin=subprocess.DEVNULL))
+        try:
+            for i in range(size):
+                path = os.path.join(self.directory, f"w{i}.sock")
+                self.processes.append(subprocess.Popen(
+                    [sys.executable, "-c", _WARM_MAIN, path, str(os.getpid())], stdin=subprocess.DEVNULL))
+        except OSError:
+            self.close(wait=True)
+            raise
 
     def command(self) -> str:
         """The worker command line for Beam's subprocess environment."""
@@ -102,9 +106,12 @@ class WarmPool:
 
 def start(processes: int) -> Optional[WarmPool]:
     """A pool of ``processes`` warm workers, or None where pools are not supported."""
-    if processes < 1 or not supported():
+    if processes < 1 or not supported() or not sys.executable:
         return None
-    return WarmPool(processes)
+    try:
+        return WarmPool(processes)
+    except OSError:   # cannot start interpreters here: Beam starts its workers as usual
+        return None
 
 
 def start_for(config, runner=None, options=None) -> Optional[WarmPool]:
@@ -156,8 +163,11 @@ def _read_env(conn: socket.socket) -> dict:
 def serve(path: str, parent: int) -> int:
     """A warm worker: listen first, import, then run one harness for whoever claims us."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(1)
+    try:
+        server.bind(path)
+        server.listen(1)
+    except OSError:   # e.g. a socket path too long here: no socket, so no shim waits for us
+        return 1
     # What a build's worker needs before its first bundle: Beam's harness, the build's
     # DoFns (unpickled from the runner's descriptors) and both tokenizer libraries.
     from apache_beam.runners.worker import sdk_worker_main

@@ -307,3 +307,30 @@ def test_warm_pool_is_wanted_only_for_the_default_local_configuration():
                  "--environment_type=DOCKER"):
         assert wanted(big, None, [flag]) == 0
     assert wanted(big, None, object()) == 0   # a PipelineOptions: the launcher decides
+
+
+def test_no_warm_pool_where_interpreters_cannot_be_started(monkeypatch):
+    """No pool (and no process left behind) when a warm worker cannot be started."""
+    import subprocess
+
+    from mintdim_beam import warm_workers
+
+    monkeypatch.setattr(warm_workers.sys, "executable", "")
+    assert warm_workers.start(2) is None
+    monkeypatch.undo()
+
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        if started:
+            raise OSError("no more processes")
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(warm_workers.subprocess, "Popen", popen)
+    assert warm_workers.start(2) is None
+    monkeypatch.undo()
+    _wait_gone(started)
+    monkeypatch.setenv(warm_workers.ENV_SWITCH, "0")
+    assert warm_workers.start(2) is None
