@@ -85,7 +85,8 @@ class WarmPool:
         zombie. The socket directory goes too.
         """
         for i, proc in enumerate(self.processes):
-            if os.path.exists(os.path.join(self.directory, f"w{i}.sock")) and proc.poll() is None:
+            claimed = os.path.exists(os.path.join(self.directory, f"w{i}.sock{CLAIMED}"))
+            if not claimed and proc.poll() is None:   # waiting, or not even listening yet
                 proc.terminate()
         procs = list(self.processes)
 
