@@ -46,13 +46,6 @@ _WARM_MAIN = "import sys; from mintdim_beam.warm_workers import serve; sys.exit(
 _SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_shim.py")
 
 
-#: glibc malloc settings for the warm workers. By default glibc raises its mmap
-#: threshold to the largest block freed so far (up to 32 MiB), after which the encoder's
-#: slice-sized numpy arrays come from the heap and fragment it: a worker's resident
-#: memory crept up over a build (generated corpus, 100 MB -> 400 MB: peak tree RSS
-#: 745 -> 850 MiB, +14%). A fixed 1 MiB threshold keeps large arrays mmapped and returned
-#: when freed: 670 -> 710 MiB (+6%), for about 2-3% more time. Other platforms ignore it.
-MALLOC_SETTINGS = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
 #: Set to 0 to start the local runner's workers the usual way (Beam's own command).
 ENV_SWITCH = "MINTDIM_WARM_WORKERS"
 
@@ -69,15 +62,11 @@ class WarmPool:
         self.size = size
         self.directory = tempfile.mkdtemp(prefix="mintdim-warm-")
         self.processes: list[subprocess.Popen] = []
-        env = dict(os.environ)
-        for name, value in MALLOC_SETTINGS.items():
-            env.setdefault(name, value)   # the user's own setting wins
         try:
             for i in range(size):
                 path = os.path.join(self.directory, f"w{i}.sock")
                 self.processes.append(subprocess.Popen(
-                    [sys.executable, "-c", _WARM_MAIN, path, str(os.getpid())], stdin=subprocess.DEVNULL,
-                    env=env))
+                    [sys.executable, "-c", _WARM_MAIN, path, str(os.getpid())], stdin=subprocess.DEVNULL))
         except OSError:
             self.close(wait=True)
             raise
