@@ -37,12 +37,11 @@ from .config import BuildConfig
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
-from .warm_workers import MULTI_PROCESS_MIN_BYTES, WarmPool
+from .warm_workers import LOCAL_RUNNERS, MULTI_PROCESS_MIN_BYTES, WarmPool
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
 HASH_THREADS = 8
-LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from typing import Optional
 #: Inputs at least this large run on one worker process per core by default
 #: (``launcher.choose_local_mode``).
 MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
+#: Runner names the launcher maps to the local FnApiRunner.
+LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
 #: Claimed sockets are renamed with this suffix (the claim is the atomic rename).
 CLAIMED = ".claimed"
 #: How often a waiting warm process checks that its launcher is still alive.
@@ -130,20 +132,25 @@ def start_for(config, runner=None, options=None) -> Optional[WarmPool]:
 def wanted(total_input_bytes: int, runner, options, min_bytes: Optional[int] = None) -> int:
     """Worker processes the launcher's default will use, judged before Beam is imported.
 
-    Mirrors ``launcher.choose_local_mode`` for the cases it can see without Beam: no
-    runner, no options or a list of flags that names neither a runner nor a direct
-    mode or worker count. Anything else gets no pool (the launcher decides as usual,
+    Mirrors ``launcher.choose_local_mode`` for the cases it can see without Beam: a
+    local runner (or none), and no options or a list of flags that names no other
+    runner and no direct mode or worker count. Anything else gets no pool (the launcher decides as usual,
     and closes a pool it does not use).
     """
-    if runner is not None:
+    if runner not in LOCAL_RUNNERS:
         return 0
     if options is not None:
         if not isinstance(options, (list, tuple)):
             return 0
-        for flag in options:
-            name = str(flag).lstrip("-").split("=", 1)[0]
-            if name in ("runner", "direct_running_mode", "direct_num_workers", "environment_type",
-                        "environment_config"):
+        flags = [str(f) for f in options]
+        for k, flag in enumerate(flags):
+            name, _, value = flag.lstrip("-").partition("=")
+            if name == "runner":
+                value = value or (flags[k + 1] if k + 1 < len(flags) else "")
+                if value not in LOCAL_RUNNERS:
+                    return 0
+            elif name in ("direct_running_mode", "direct_num_workers", "environment_type",
+                          "environment_config"):
                 return 0
     cores = os.cpu_count() or 1
     if cores < 2 or total_input_bytes < (MULTI_PROCESS_MIN_BYTES if min_bytes is None else min_bytes):

@@ -303,6 +303,10 @@ def test_warm_pool_is_wanted_only_for_the_default_local_configuration():
     assert wanted(big, None, ["--temp_location=/tmp/x"]) == expected
     assert wanted(1000, None, None) == 0
     assert wanted(big, "DaskRunner", None) == 0
+    assert wanted(big, "DirectRunner", None) == expected
+    assert wanted(big, None, ["--runner=DirectRunner"]) == expected
+    assert wanted(big, None, ["--runner", "FnApiRunner"]) == expected
+    assert wanted(big, None, ["--runner", "DataflowRunner"]) == 0
     for flag in ("--runner=DataflowRunner", "--direct_running_mode=in_memory", "--direct_num_workers=2",
                  "--environment_type=DOCKER"):
         assert wanted(big, None, [flag]) == 0
