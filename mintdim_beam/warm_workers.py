@@ -191,6 +191,7 @@ def serve(path: str, parent: int) -> int:
             break
         except socket.timeout:
             if os.getppid() != parent:   # the launcher is gone: nobody will claim us
+                _remove(path)
                 return 0
     server.close()
     conn.settimeout(None)
@@ -213,5 +214,16 @@ def serve(path: str, parent: int) -> int:
         conn.close()
     except OSError:
         pass
+    if os.getppid() != parent:   # the launcher died during the build: tidy up after it
+        _remove(path + CLAIMED)
     return code
+
+
+def _remove(socket_path: str) -> None:
+    """Remove a socket file, and the pool's directory once it is empty."""
+    try:
+        os.unlink(socket_path)
+        os.rmdir(os.path.dirname(socket_path))
+    except OSError:
+        pass
 

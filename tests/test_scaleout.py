@@ -264,13 +264,15 @@ def test_warm_workers_leave_with_their_launcher(tmp_path):
     import subprocess
     import time
 
-    script = ("import os, sys\n"
+    script = ("import os, sys, time\n"
               "from mintdim_beam import warm_workers\n"
               "pool = warm_workers.start(2)\n"
-              "print(' '.join(str(p.pid) for p in pool.processes), flush=True)\n"
+              "while len(os.listdir(pool.directory)) < 2: time.sleep(0.05)\n"
+              "print(pool.directory, ' '.join(str(p.pid) for p in pool.processes), flush=True)\n"
               "os._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    pids = [int(p) for p in out.stdout.split()]
+    directory, *pids = out.stdout.split()
+    pids = [int(p) for p in pids]
     assert len(pids) == 2
 
     def alive(pid):
@@ -288,9 +290,10 @@ def test_warm_workers_leave_with_their_launcher(tmp_path):
             return False
 
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
+    while time.monotonic() < deadline and (any(alive(p) for p in pids) or os.path.exists(directory)):
         time.sleep(0.1)
     assert not any(alive(p) for p in pids)
+    assert not os.path.exists(directory)   # the waiting processes removed their sockets
 
 
 def test_warm_pool_is_wanted_only_for_the_default_local_configuration():
@@ -338,3 +341,30 @@ def test_no_warm_pool_where_interpreters_cannot_be_started(monkeypatch):
     _wait_gone(started)
     monkeypatch.setenv(warm_workers.ENV_SWITCH, "0")
     assert warm_workers.start(2) is None
+
+
+@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="the default uses processes on 2+ cores")
+def test_failed_build_on_warm_workers_reports_the_spec_error(tmp_path, monkeypatch):
+    """A bad record aborts a warm-worker build with the spec's error, publishes nothing
+    and leaves no worker process behind."""
+    from mintdim_beam import errors, launcher, warm_workers
+
+    from conftest import TESTDATA, assert_nothing_published
+
+    monkeypatch.setattr(warm_workers, "MULTI_PROCESS_MIN_BYTES", 1)
+    monkeypatch.setattr(launcher, "MULTI_PROCESS_MIN_BYTES", 1)
+    pools = []
+    real_start = warm_workers.start
+    monkeypatch.setattr(warm_workers, "start", lambda n: pools.append(real_start(n)) or pools[-1])
+    rows = [{"t": f"sample {i} " * (i % 7 + 1)} for i in range(300)]
+    rows.insert(217, '{"t": "unterminated')
+    f = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = str(tmp_path / "out")
+    with pytest.raises(errors.SourceParseError) as raised:
+        run_pipeline(files=[f], fields=[["t"]], templates=["{t}"], tokenizer_kind=SP,
+                     tokenizer_files=[str(TESTDATA / "sp_unigram.model")], sizes=[[64]],
+                     samples_per_shard=[50], output_dirs=out, build_batch=[8], block_size=1024)
+    assert raised.value.line == 218 and "in.jsonl" in str(raised.value)
+    assert_nothing_published(out)
+    (pool,) = pools
+    _wait_gone(pool.processes)
