@@ -38,7 +38,7 @@ _SAMPLE_ROW = (
     '"source_line":%%d,"shard_path":"unit_%%d/shard_%%06d.bin","empty_fields":%%s,"shard_record":%%d}\n'
 )
 # A str as a JSON string, as json.dumps(..., ensure_ascii=False) writes it (C encoder).
-_json_string = json.encoder.encode_basestring
+json_string = json.encoder.encode_basestring
 _OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend"}
 
 
@@ -130,7 +130,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         # Each token's JSON text once, by C-level maps; rows join their slices.
         positions = list(map(str, unk.position.tolist()))
         fields = list(map(str, unk.segment.tolist()))
-        chars = list(map(_json_string, unk.chars))
+        chars = list(map(json_string, unk.chars))
         samples = unk.sample[starts].tolist()
         for i, a, b in zip(samples, starts.tolist(), ends):
             unk_rows.append(
@@ -149,13 +149,21 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
     }
 
 
-def duplicate_row(digest: bytes, members: list) -> str:
-    """One duplicate group: ``members`` are (sample_id, source_file, source_line), sorted."""
-    return dumps_row({
-        "hash": digest.hex(),
-        "count": len(members),
-        "samples": [{"sample_id": s, "source_file": f, "source_line": l} for s, f, l in members],
-    })
+_DUPLICATE_MEMBER = '{"sample_id":%d,"source_file":%s,"source_line":%d}'
+
+
+def duplicate_rows(digests: list, sample_ids: list, file_json: list, lines: list, starts: list) -> str:
+    """``duplicate_index.jsonl`` rows of some groups, as ``dumps_row`` would write them.
+
+    Group ``g`` has digest ``digests[g]`` and the members ``starts[g]:starts[g + 1]`` of
+    the member columns (sorted by sample id; ``starts[0]`` is 0); ``file_json`` holds
+    each member's source file as JSON text. Every member's text comes from one
+    printf-style ``%`` (a build of repeated data has about as many members as samples).
+    """
+    members = list(map(_DUPLICATE_MEMBER.__mod__, zip(sample_ids, file_json, lines)))
+    return "".join(
+        f'{{"hash":"{digest.hex()}","count":{b - a},"samples":[{",".join(members[a:b])}]}}\n'
+        for digest, a, b in zip(digests, starts, starts[1:]))
 
 
 def histogram(plan: OutputPlan) -> dict:

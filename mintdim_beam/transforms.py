@@ -62,6 +62,8 @@ from .tokenizers import SENTENCEPIECE, load_tokenizer
 
 NAMESPACE = "mintdim"
 DUPLICATE_TASK_SAMPLES = 1 << 18   # content hashes one FindDuplicates task holds (~30 MiB at peak)
+#: Duplicate groups rendered per write chunk of a duplicate task's file.
+DUPLICATE_ROWS_PER_CHUNK = 4096
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
 
 # One row of a block's hash spill: sorted by digest, 48 bytes.
@@ -379,13 +381,18 @@ class _FindDuplicatesFn(_StorageDoFn):
             file_of[at:at + s.count] = s.file
             at += s.count
         members, starts = _duplicate_groups(rows)
-        paths = [f.path for f in config.files]
+        file_json = [indexes.json_string(f.path) for f in config.files]
 
         def rendered():
-            for g in range(len(starts) - 1):
-                idx = members[starts[g]:starts[g + 1]].tolist()
-                found = [(int(rows["sample_id"][i]), paths[int(file_of[i])], int(rows["line"][i])) for i in idx]
-                yield indexes.duplicate_row(rows["digest"][idx[0]].tobytes(), found).encode("utf-8")
+            """The rows, a few thousand groups at a time (a task can have 262,144 members)."""
+            step = DUPLICATE_ROWS_PER_CHUNK
+            for g in range(0, len(starts) - 1, step):
+                bounds = starts[g:g + step + 1]
+                mine = members[bounds[0]:bounds[-1]]
+                yield indexes.duplicate_rows(
+                    [rows["digest"][i].tobytes() for i in members[bounds[:-1]].tolist()],
+                    rows["sample_id"][mine].tolist(), [file_json[f] for f in file_of[mine].tolist()],
+                    rows["line"][mine].tolist(), (bounds - bounds[0]).tolist()).encode("utf-8")
 
         storage.write_bytes(layout.duplicate_part_path(out.path, task), rendered())
         yield DuplicatePartResult(output, task, len(starts) - 1, len(members))
