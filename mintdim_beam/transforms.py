@@ -62,8 +62,8 @@ from .tokenizers import SENTENCEPIECE, load_tokenizer
 
 NAMESPACE = "mintdim"
 DUPLICATE_TASK_SAMPLES = 1 << 18   # content hashes one FindDuplicates task holds (~30 MiB at peak)
-#: Duplicate groups rendered per write chunk of a duplicate task's file.
-DUPLICATE_ROWS_PER_CHUNK = 4096
+#: Duplicate group members rendered per write chunk of a duplicate task's file.
+DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
 
 # One row of a block's hash spill: sorted by digest, 48 bytes.
@@ -384,10 +384,13 @@ class _FindDuplicatesFn(_StorageDoFn):
         file_json = [indexes.json_string(f.path) for f in config.files]
 
         def rendered():
-            """The rows, a few thousand groups at a time (a task can have 262,144 members)."""
-            step = DUPLICATE_ROWS_PER_CHUNK
-            for g in range(0, len(starts) - 1, step):
-                bounds = starts[g:g + step + 1]
+            """The rows, whole groups of about DUPLICATE_MEMBERS_PER_CHUNK members at a
+            time (a task can have 262,144 members, a group thousands)."""
+            total = int(starts[-1])
+            cuts = np.searchsorted(starts, np.arange(DUPLICATE_MEMBERS_PER_CHUNK, total, DUPLICATE_MEMBERS_PER_CHUNK))
+            edges = np.unique(np.r_[0, cuts, len(starts) - 1])
+            for g, h in zip(edges[:-1].tolist(), edges[1:].tolist()):
+                bounds = starts[g:h + 1]
                 mine = members[bounds[0]:bounds[-1]]
                 yield indexes.duplicate_rows(
                     [rows["digest"][i].tobytes() for i in members[bounds[:-1]].tolist()],
