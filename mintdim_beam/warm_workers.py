@@ -176,6 +176,13 @@ def serve(path: str, parent: int) -> int:
         server.listen(1)
     except OSError:   # e.g. a socket path too long here: no socket, so no shim waits for us
         return 1
+    # The harness sends its log records to the runner, which logs them in the launcher
+    # under the launcher's settings; a handler here keeps Python from also printing
+    # them (and Beam's import-time warnings) on this terminal through its implicit
+    # default handler.
+    import logging
+
+    logging.getLogger().addHandler(logging.NullHandler())
     # What a build's worker needs before its first bundle: Beam's harness, the build's
     # DoFns (unpickled from the runner's descriptors) and both tokenizer libraries.
     from apache_beam.runners.worker import sdk_worker_main
