@@ -109,12 +109,12 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> Non
 
     In memory, the encode pool keeps every core busy while one thread parses, but the
     rest of the Python work (parsing, UNK audit, index rows, HF ids) shares one GIL.
-    Worker processes share nothing but cost about a second to start and to stop.
-    Measured with ``benchmarks/run.py`` on two cores, 100 MB: where that Python work is
-    heavy, two processes win (generated corpus: T5 16.1 s against 19.5 s, BPE 22.5 s
-    against 25.1 s); where it is light they tie (repeated real text: 5.75 s against
-    5.78 s, 6.57 s against 6.51 s). Smaller inputs stay in memory. Output bytes are the
-    same either way.
+    Worker processes share nothing but cost time to start and stop, less when they are
+    warm (``warm_workers``). Measured on two cores with warm workers: at 100 MB the
+    processes win (T5: Latin text 7.45 s against 7.75 s, repeated real text 4.37 s
+    against 4.89 s, the generated corpus 13.5 s against 17.7 s; BPE there 21.8 s against
+    24.0 s); at 16 and 32 MB in memory wins by 0.3-0.5 s. Output bytes are the same
+    either way.
     """
     if runner is None:
         runner = opts.view_as(StandardOptions).runner
