@@ -37,7 +37,7 @@ from .config import BuildConfig
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
-from .warm_workers import LOCAL_RUNNERS, MULTI_PROCESS_MIN_BYTES, WarmPool
+from .warm_workers import LOCAL_RUNNERS, WarmPool, default_processes
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
@@ -124,12 +124,11 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> Non
     if runner not in LOCAL_RUNNERS or any(
             name in explicit or f"--{name}" in flags for name in ("direct_running_mode", "direct_num_workers")):
         return
-    cores = os.cpu_count() or 1
-    total = sum(storage.size(f.path) for f in config.files)
-    direct = opts.view_as(DirectOptions)
-    if cores > 1 and total >= MULTI_PROCESS_MIN_BYTES:
+    processes = default_processes(sum(storage.size(f.path) for f in config.files))
+    if processes:
+        direct = opts.view_as(DirectOptions)
         direct.direct_running_mode = "multi_processing"
-        direct.direct_num_workers = cores
+        direct.direct_num_workers = processes
 
 
 def _WarmFnApiRunner(pool: WarmPool):

@@ -129,13 +129,20 @@ def start_for(config, runner=None, options=None) -> Optional[WarmPool]:
     return start(wanted(total, runner, options))
 
 
-def wanted(total_input_bytes: int, runner, options, min_bytes: Optional[int] = None) -> int:
+def default_processes(total_input_bytes: int) -> int:
+    """Worker processes of the default local configuration: one per core from
+    ``MULTI_PROCESS_MIN_BYTES`` of input on a multi-core machine, else 0 (in memory)."""
+    cores = os.cpu_count() or 1
+    return cores if cores > 1 and total_input_bytes >= MULTI_PROCESS_MIN_BYTES else 0
+
+
+def wanted(total_input_bytes: int, runner, options) -> int:
     """Worker processes the launcher's default will use, judged before Beam is imported.
 
     Mirrors ``launcher.choose_local_mode`` for the cases it can see without Beam: a
     local runner (or none), and no options or a list of flags that names no other
-    runner and no direct mode or worker count. Anything else gets no pool (the launcher decides as usual,
-    and closes a pool it does not use).
+    runner and no direct mode or worker count. Anything else gets no pool (the
+    launcher decides as usual, and closes a pool it does not use).
     """
     if runner not in LOCAL_RUNNERS:
         return 0
@@ -152,10 +159,7 @@ def wanted(total_input_bytes: int, runner, options, min_bytes: Optional[int] = N
             elif name in ("direct_running_mode", "direct_num_workers", "environment_type",
                           "environment_config"):
                 return 0
-    cores = os.cpu_count() or 1
-    if cores < 2 or total_input_bytes < (MULTI_PROCESS_MIN_BYTES if min_bytes is None else min_bytes):
-        return 0
-    return cores
+    return default_processes(total_input_bytes)
 
 
 def _read_env(conn: socket.socket) -> dict:

@@ -196,11 +196,10 @@ def test_default_build_on_warm_workers_gives_identical_bytes(corpus, monkeypatch
     """run() with no runner on inputs above the threshold: warm workers, same bytes."""
     import os
 
-    from mintdim_beam import launcher, warm_workers
+    from mintdim_beam import warm_workers
 
     root, job, base = corpus
     monkeypatch.setattr(warm_workers, "MULTI_PROCESS_MIN_BYTES", 1)
-    monkeypatch.setattr(launcher, "MULTI_PROCESS_MIN_BYTES", 1)
     pools = []
     real_start = warm_workers.start
     monkeypatch.setattr(warm_workers, "start", lambda n: pools.append(real_start(n)) or pools[-1])
@@ -349,12 +348,11 @@ def test_no_warm_pool_where_interpreters_cannot_be_started(monkeypatch):
 def test_failed_build_on_warm_workers_reports_the_spec_error(tmp_path, monkeypatch):
     """A bad record aborts a warm-worker build with the spec's error, publishes nothing
     and leaves no worker process behind."""
-    from mintdim_beam import errors, launcher, warm_workers
+    from mintdim_beam import errors, warm_workers
 
     from conftest import TESTDATA, assert_nothing_published
 
     monkeypatch.setattr(warm_workers, "MULTI_PROCESS_MIN_BYTES", 1)
-    monkeypatch.setattr(launcher, "MULTI_PROCESS_MIN_BYTES", 1)
     pools = []
     real_start = warm_workers.start
     monkeypatch.setattr(warm_workers, "start", lambda n: pools.append(real_start(n)) or pools[-1])
