@@ -262,11 +262,18 @@ class HuggingFaceTokenizer(Tokenizer):
         max_id = max(tok.get_vocab(with_added_tokens=True).values(), default=0)
         self.storage = select_storage(max(self.vocab_size, max_id + 1))
         self._fast = hasattr(tok, "encode_batch_fast")
+        self._words = None
+        if os.environ.get("MINTDIM_BPE_WORDS", "1") != "0":
+            from .bpe_words import ByteLevelWords
+
+            self._words = ByteLevelWords.for_tokenizer(tok, text)
 
     def encode_batch(self, texts):
         texts = list(texts)
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._words is not None:
+            return self._words.encode_batch(texts)
         if self._fast:
             encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
         else:

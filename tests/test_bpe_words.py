@@ -1,0 +1,234 @@
+"""The word-by-word byte-level BPE encoder gives the tokenizer's own ids, always.
+
+``mintdim_beam.bpe_words`` re-implements the tokenizer's split (with the ``regex``
+module instead of Oniguruma) and asks the tokenizer's model for each distinct word, so
+these tests compare it with ``Tokenizer.encode_batch`` on every Unicode 14.0 code point,
+on random texts built from the characters where splits are decided, around added tokens,
+under NFC, across cache resets and from several threads at once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import unicodedata
+from itertools import chain
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+from tokenizers.pre_tokenizers import ByteLevel
+
+from mintdim_beam import bpe_words
+from mintdim_beam._unicode14 import ASSIGNED
+from mintdim_beam.bpe_words import BYTE_TABLE, GPT2_PATTERN, ByteLevelWords
+from mintdim_beam.tokenizers import load_tokenizer
+
+
+def _config(testdata, **changes) -> str:
+    config = json.loads((testdata / "hf_bytelevel_bpe.json").read_text(encoding="utf-8"))
+    config.update(changes)
+    return json.dumps(config)
+
+
+def _pair(config_text: str):
+    tok = Tokenizer.from_str(config_text)
+    tok.no_padding()
+    tok.no_truncation()
+    words = ByteLevelWords.for_tokenizer(tok, config_text)
+    assert words is not None
+    return tok, words
+
+
+def _expected(tok, texts):
+    ids = [e.ids for e in tok.encode_batch(list(texts), add_special_tokens=False)]
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64)
+    return flat, np.array([len(i) for i in ids], dtype=np.int64)
+
+
+def _assert_same(tok, words, texts):
+    want_flat, want_lengths = _expected(tok, texts)
+    flat, lengths = words.encode_batch(list(texts))
+    assert lengths.tolist() == want_lengths.tolist()
+    if not np.array_equal(flat, want_flat):
+        starts = np.concatenate(([0], np.cumsum(lengths)))
+        for i, text in enumerate(texts):
+            got = flat[starts[i]:starts[i + 1]].tolist()
+            want = want_flat[starts[i]:starts[i + 1]].tolist()
+            assert got == want, f"text {text!r}"
+    assert flat.dtype == np.int64 and lengths.dtype == np.int64
+
+
+# Characters where the split's decisions happen: letters of several scripts, digits of
+# several kinds, apostrophes, every kind of space and line break, marks, symbols,
+# characters unassigned in Unicode 14 (encoded by the tokenizer itself), and the
+# literal content of an added token.
+ALPHABET = (list("aZéßΩжあ中한ا") + list("07٣½Ⅳ") + ["'", "'s", "'ll", "'D", "’"]
+            + [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2028", "\u3000", "\u200b", "\ufeff"]
+            + ["\u0301", "\u0308", "!", "?.", "--", "$", "😀", "🇻🇳", "\U000e0001", "\ue000"]
+            + ["\u088f", "\U0001fae8", "<pad>", "<unk>", "<pa"])
+
+
+def _random_texts(seed: int, count: int) -> list:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randrange(0, 40))) for _ in range(count)]
+
+
+def test_random_texts_match_the_tokenizer(testdata):
+    tok, words = _pair(_config(testdata))
+    texts = _random_texts(1, 4000)
+    _assert_same(tok, words, texts)
+    # Again with a warm cache, in other batch shapes.
+    for start in range(0, len(texts), 333):
+        _assert_same(tok, words, texts[start:start + 333])
+
+
+def test_real_text_matches_the_tokenizer(testdata):
+    tok, words = _pair(_config(testdata))
+    corpus = (testdata / "corpus.txt").read_text(encoding="utf-8")
+    lines = corpus.splitlines()
+    _assert_same(tok, words, lines + [corpus, "", " ", "\n\n"])
+
+
+def test_added_tokens_are_left_to_the_tokenizer(testdata):
+    tok, words = _pair(_config(testdata))
+    texts = ["before<pad>after", "<unk>", "a <pad> b <unk>c", "<pa d>", "no token here"]
+    assert [words._direct(t) for t in texts] == [True, True, True, False, False]
+    _assert_same(tok, words, texts)
+
+
+def test_code_points_after_unicode_14_are_left_to_the_tokenizer(testdata):
+    tok, words = _pair(_config(testdata))
+    assert words._direct("new letter \u088f here")          # ARABIC LETTER ... (Unicode 17)
+    assert words._direct("emoji \U0001fae8")                # SHAKING FACE (Unicode 15)
+    assert words._direct("lone \ud800 surrogate") is True
+    assert not words._direct("Tiếng Việt, 中文, 😀, \ue000, café, Ωmega, ß, \xa0, \u0301")
+    _assert_same(tok, words, ["new letter \u088f here", "emoji \U0001fae8", "plain"])
+
+
+def test_nfc_normalizer(testdata):
+    config = _config(testdata, normalizer={"type": "NFC"})
+    tok, words = _pair(config)
+    decomposed = "cafe\u0301 Vie\u0323\u0302t"
+    assert words._direct(decomposed)
+    assert not words._direct(unicodedata.normalize("NFC", decomposed))
+    _assert_same(tok, words, [decomposed, unicodedata.normalize("NFC", decomposed)] + _random_texts(2, 2000))
+
+
+def test_a_full_cache_starts_again_without_changing_ids(testdata, monkeypatch):
+    tok, words = _pair(_config(testdata))
+    monkeypatch.setattr(bpe_words, "MAX_WORDS", 50)
+    texts = _random_texts(3, 1500)
+    for start in range(0, len(texts), 100):
+        _assert_same(tok, words, texts[start:start + 100])
+    assert len(words._cache) <= 50 + 2000
+
+
+def test_threads_share_one_encoder(testdata, monkeypatch):
+    tok, words = _pair(_config(testdata))
+    monkeypatch.setattr(bpe_words, "MAX_WORDS", 200)
+    batches = [_random_texts(10 + k, 300) for k in range(8)]
+    wanted = [_expected(tok, b) for b in batches]
+    failures = []
+
+    def work(k):
+        for _ in range(3):
+            flat, lengths = words.encode_batch(batches[k])
+            if not (np.array_equal(flat, wanted[k][0]) and np.array_equal(lengths, wanted[k][1])):
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+@pytest.mark.parametrize("changes", [
+    {"normalizer": {"type": "Lowercase"}},
+    {"normalizer": {"type": "NFKC"}},
+    {"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}},
+    {"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}},
+    {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\d"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}},
+    {"pre_tokenizer": {"type": "Whitespace"}},
+])
+def test_other_configurations_get_no_word_encoder(testdata, changes):
+    config = _config(testdata, **changes)
+    assert ByteLevelWords.for_tokenizer(Tokenizer.from_str(config), config) is None
+
+
+def test_dropout_and_other_models_get_no_word_encoder(testdata):
+    config = json.loads(_config(testdata))
+    config["model"]["dropout"] = 0.1
+    text = json.dumps(config)
+    assert ByteLevelWords.for_tokenizer(Tokenizer.from_str(text), text) is None
+    for name in ("hf_wordpiece.json", "hf_unigram.json"):
+        text = (testdata / name).read_text(encoding="utf-8")
+        assert ByteLevelWords.for_tokenizer(Tokenizer.from_str(text), text) is None
+
+
+def test_the_adapter_uses_it_and_can_be_told_not_to(testdata, monkeypatch):
+    path = str(testdata / "hf_bytelevel_bpe.json")
+    data = (testdata / "hf_bytelevel_bpe.json").read_bytes()
+    with_words = load_tokenizer("hf_json", path, data)
+    monkeypatch.setenv("MINTDIM_BPE_WORDS", "0")
+    without = load_tokenizer("hf_json", path, data)
+    assert with_words._words is not None and without._words is None
+    texts = _random_texts(4, 500)
+    a, b = with_words.encode_batch(texts), without.encode_batch(texts)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def test_byte_table_is_hf_byte_level():
+    # HF's ByteLevel alphabet is the 256 characters the table maps bytes to.
+    assert sorted(ByteLevel.alphabet()) == sorted(chr(b).translate(BYTE_TABLE) for b in range(256))
+    for b in range(256):
+        piece = bytes([b]).decode("latin-1")
+        if b < 0x80:
+            (mapped, _), = ByteLevel(add_prefix_space=False, use_regex=False).pre_tokenize_str(piece)
+            assert mapped == piece.translate(BYTE_TABLE)
+
+
+def test_split_agrees_with_the_tokenizer_on_every_unicode_14_code_point():
+    """Every assigned code point, between letters, digits, spaces, apostrophes and itself.
+
+    This is the premise of the word encoder: if an upgrade of ``regex`` or of the
+    tokenizers library ever classifies an assigned character differently, this fails.
+    """
+    import regex
+
+    split = regex.compile(GPT2_PATTERN).findall
+    pre = ByteLevel(add_prefix_space=False, use_regex=True)
+    code_points = [cp for start, end in ASSIGNED for cp in range(start, end + 1)]
+    assert len(code_points) > 280_000
+    for at in range(0, len(code_points), 8192):
+        text = "".join(f"{c}a{c} {c}{c}1{c}  {c}'{c}\n{c}." for c in map(chr, code_points[at:at + 8192]))
+        ours = [w.encode("utf-8").decode("latin-1").translate(BYTE_TABLE) for w in split(text)]
+        theirs = [piece for piece, _ in pre.pre_tokenize_str(text)]
+        if ours != theirs:
+            for c in map(chr, code_points[at:at + 8192]):
+                one = f"{c}a{c} {c}{c}1{c}  {c}'{c}\n{c}."
+                assert [w.encode("utf-8").decode("latin-1").translate(BYTE_TABLE) for w in split(one)] == \
+                    [p for p, _ in pre.pre_tokenize_str(one)], f"U+{ord(c):04X}"
+
+
+def test_realdata_olmo_tokenizer(realdata):
+    """GPT-NeoX/OLMo: NFC normalizer, added tokens made of spaces, on the real datasets."""
+    path = realdata / "tokenizers" / "olmo_gpt-neox-20b-pii-special.tokenizer.json"
+    config = path.read_text(encoding="utf-8")
+    tok = Tokenizer.from_str(config)
+    words = ByteLevelWords.for_tokenizer(tok, config)
+    assert words is not None and words._nfc
+    texts = []
+    for name in ("alpaca_en_demo.jsonl", "xcopa_test.vi.jsonl", "oasst_prompt_lottery_en_250_text.jsonl"):
+        for line in (realdata / "data" / name).read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            texts.extend(map(str, record.values()) if isinstance(record, dict) else [record])
+    # Nearly every real text takes the word path (the rest hold an added token's spaces).
+    assert sum(map(words._direct, texts)) < 0.02 * len(texts)
+    texts += ["x" + " " * 30 + "y", "<|endoftext|>", unicodedata.normalize("NFD", "Tiếng Việt")]
+    _assert_same(tok, words, texts)
