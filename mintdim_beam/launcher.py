@@ -275,7 +275,14 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
     p = beam.Pipeline(runner=runner_obj, options=opts)
     with _outside_ipython():
         pipelined = delivers_finish_bundle(build_info.get("runner"))
-        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined)
+        # One process with several cores (the local in-memory runner): the tokenizer's
+        # own threads beat a word-by-word encoder on one core.
+        words = not (build_info.get("runner") == "FnApiRunner"
+                     and build_info.get("direct_running_mode") != "multi_processing"
+                     and (os.cpu_count() or 1) > 1)
+        build_info["bpe_word_encoder"] = words
+        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
+                                         word_encoder=words)
     with _outside_ipython():
         result = p.run()
     try:

@@ -237,7 +237,7 @@ class HuggingFaceTokenizer(Tokenizer):
 
     kind = HF_JSON
 
-    def __init__(self, path: str, data: bytes):
+    def __init__(self, path: str, data: bytes, word_encoder: bool = True):
         from tokenizers import Tokenizer as HFTokenizer
 
         self.path = path
@@ -263,7 +263,7 @@ class HuggingFaceTokenizer(Tokenizer):
         self.storage = select_storage(max(self.vocab_size, max_id + 1))
         self._fast = hasattr(tok, "encode_batch_fast")
         self._words = None
-        if os.environ.get("MINTDIM_BPE_WORDS", "1") != "0":
+        if word_encoder and os.environ.get("MINTDIM_BPE_WORDS", "1") != "0":
             from .bpe_words import ByteLevelWords
 
             self._words = ByteLevelWords.for_tokenizer(tok, text)
@@ -306,15 +306,18 @@ def _hf_unk_id(tok, text: str, path: str) -> int:
     return int(unk_id)
 
 
-def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1) -> Tokenizer:
+def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1,
+                   word_encoder: bool = True) -> Tokenizer:
     """Build the adapter of ``kind`` from the tokenizer file's bytes.
 
     ``threads`` is SentencePiece's own thread count per batch call (-1: its default);
     callers that run several encode calls at once pass 1. HF tokenizers share one
-    process-wide thread pool whatever the callers do.
+    process-wide thread pool whatever the callers do. ``word_encoder``: a byte-level
+    BPE ``tokenizer.json`` may encode word by word (``bpe_words``; one core, less CPU);
+    ``MINTDIM_BPE_WORDS=0`` in the environment turns that off everywhere.
     """
     if kind == SENTENCEPIECE:
         return SentencePieceTokenizer(path, data, num_threads=threads)
     if kind == HF_JSON:
-        return HuggingFaceTokenizer(path, data)
+        return HuggingFaceTokenizer(path, data, word_encoder=word_encoder)
     raise TokenizerValidationError.unsupported_format(path)

@@ -122,7 +122,17 @@ def test_a_full_cache_starts_again_without_changing_ids(testdata, monkeypatch):
     texts = _random_texts(3, 1500)
     for start in range(0, len(texts), 100):
         _assert_same(tok, words, texts[start:start + 100])
-    assert len(words._cache) <= 50 + 2000
+    assert 0 < len(words._pieces) <= 50 and 0 < len(words._chunks) <= 50
+
+
+def test_long_words_are_encoded_and_not_kept(testdata):
+    tok, words = _pair(_config(testdata))
+    rng = random.Random(5)
+    long_texts = ["".join(rng.choice("abcdefgh中文") for _ in range(200)) + " tail" for _ in range(50)]
+    punctuated = ",".join(long_texts[:5]) + "," + "!" * 300
+    _assert_same(tok, words, long_texts + [long_texts[0], punctuated, "x" * 100_000])
+    assert max(map(len, words._chunks)) <= bpe_words.MAX_KEY_CHARS
+    assert 0 < len(words._pieces) and max(map(len, words._pieces)) <= bpe_words.MAX_KEY_CHARS
 
 
 def test_threads_share_one_encoder(testdata, monkeypatch):
@@ -191,6 +201,19 @@ def test_byte_table_is_hf_byte_level():
         if b < 0x80:
             (mapped, _), = ByteLevel(add_prefix_space=False, use_regex=False).pre_tokenize_str(piece)
             assert mapped == piece.translate(BYTE_TABLE)
+
+
+def test_chunk_cuts_at_the_splits_whitespace():
+    import re
+
+    import regex
+
+    space = regex.compile(r"\s")
+    ours = re.compile(f"[{bpe_words.WHITE_SPACE}]")
+    differ = [cp for cp in range(0x110000)
+              if bool(space.match(chr(cp))) != bool(ours.match(chr(cp)))]
+    assert differ == []
+    assert bpe_words.CHUNK.findall("a  b\n\nc, d\u3000e ") == ["a", "  b", "\n\nc,", " d", "\u3000e", " "]
 
 
 def test_split_agrees_with_the_tokenizer_on_every_unicode_14_code_point():

@@ -104,6 +104,24 @@ def test_direct_runner_modes_give_identical_bytes(corpus, name, build_batch, blo
         assert info["direct_num_workers"] == int(options[1].split("=")[1])
 
 
+@pytest.mark.parametrize("name, options, words", [
+    ("bpe_memory", None, False),
+    ("bpe_multi2", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"], True),
+])
+def test_byte_level_bpe_word_encoder_gives_reference_bytes(tmp_path, name, options, words, monkeypatch):
+    """In memory the tokenizer encodes; in worker processes the word-by-word encoder
+    does (``bpe_words``). Both match the reference, which only calls ``encode``."""
+    import os
+
+    job = _corpus(tmp_path)
+    job.update(tokenizer_kind="hf_json", tokenizer_files=[str(TESTDATA / "hf_bytelevel_bpe.json")])
+    outputs = [str(tmp_path / name / "instructions"), str(tmp_path / name / "chat")]
+    result = build_and_compare(tmp_path, output_dirs=outputs, block_size=1024, build_batch=[4], options=options,
+                               **job)
+    assert result.build_info["bpe_word_encoder"] is (words or (os.cpu_count() or 1) == 1)
+    assert result.outputs[0].stats["duplicate_groups"] >= 5
+
+
 @pytest.mark.parametrize("name, build_batch, block_size, extra", [
     ("dask", [7], 1024, []),
     ("dask_parts", [2, 50], 1500, ["--dask_npartitions=9"]),
