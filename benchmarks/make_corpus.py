@@ -1,7 +1,7 @@
 """Deterministic benchmark corpus: instruction records with long-tailed lengths.
 
     python benchmarks/make_corpus.py OUT.jsonl --mb 100 [--seed 0] [--no-pathological] [--latin-only]
-    python benchmarks/make_corpus.py OUT.jsonl --mb 100 --tile REAL.jsonl
+    python benchmarks/make_corpus.py OUT.jsonl --mb 100 --tile REAL.jsonl [--recombine]
 
 What it models, and why:
 
@@ -121,6 +121,28 @@ def tile(path: str, source: str, megabytes: float) -> dict:
     return {"path": path, "bytes": written, "records": records, "copies": records // len(lines)}
 
 
+def recombine(path: str, source: str, megabytes: float, seed: int) -> dict:
+    """Real text without repeated samples: each record takes each field from a record
+    of ``source`` drawn at random (seeded), so samples hardly ever repeat while the
+    words, sentences and field values are all real (999 Alpaca records give ~10^9
+    combinations; 100 MB is ~120k records)."""
+    rng = random.Random(seed)
+    with open(source, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    rows = [r for r in rows if isinstance(r, dict)]
+    fields = list(rows[0])
+    target = int(megabytes * 1_000_000)
+    written = records = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        while written < target:
+            record = {name: rows[rng.randrange(len(rows))].get(name, "") for name in fields}
+            line = json.dumps(record, ensure_ascii=False) + "\n"
+            out.write(line)
+            written += len(line.encode("utf-8"))
+            records += 1
+    return {"path": path, "bytes": written, "records": records, "fields": fields}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
@@ -132,11 +154,17 @@ def main(argv=None) -> None:
     parser.add_argument("--tile", metavar="JSONL",
                         help="instead: repeat this real dataset (e.g. ../shared/realdata/data/"
                              "alpaca_en_demo.jsonl) up to the size")
+    parser.add_argument("--recombine", action="store_true",
+                        help="with --tile: draw each field of each record from a random record of the "
+                             "dataset instead (real text, no repeated samples)")
     args = parser.parse_args(argv)
-    if args.tile:
+    if args.tile and args.recombine:
+        print(json.dumps(recombine(args.out, args.tile, args.mb, args.seed)))
+    elif args.tile:
         print(json.dumps(tile(args.out, args.tile, args.mb)))
-        return
-    print(json.dumps(generate(args.out, args.mb, args.seed, not args.no_pathological, not args.latin_only)))
+    else:
+        print(json.dumps(generate(args.out, args.mb, args.seed, not args.no_pathological,
+                                  not args.latin_only)))
 
 
 if __name__ == "__main__":
