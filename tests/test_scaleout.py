@@ -386,3 +386,32 @@ def test_failed_build_on_warm_workers_reports_the_spec_error(tmp_path, monkeypat
     assert_nothing_published(out)
     (pool,) = pools
     _wait_gone(pool.processes)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+@pytest.mark.parametrize("preset", [None, "7"])
+def test_warm_workers_limit_malloc_arenas_unless_told_otherwise(monkeypatch, preset):
+    """Warm workers start with MALLOC_ARENA_MAX=3 (a bounded heap as builds grow), or
+    with the value already in the launcher's environment."""
+    import time
+
+    from mintdim_beam import warm_workers
+
+    if preset is None:
+        monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    else:
+        monkeypatch.setenv("MALLOC_ARENA_MAX", preset)
+    pool = warm_workers.start(1)
+    if pool is None:
+        pytest.skip("warm workers not supported here")
+    try:
+        pid = pool.processes[0].pid
+        deadline = time.monotonic() + 30
+        environ = b""
+        while time.monotonic() < deadline and not environ:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            time.sleep(0.05)
+        values = [v.split(b"=", 1)[1] for v in environ.split(b"\0") if v.startswith(b"MALLOC_ARENA_MAX=")]
+        assert values == [(preset or warm_workers.MALLOC_ARENAS).encode()]
+    finally:
+        pool.close(wait=True)
