@@ -183,9 +183,12 @@ class ByteLevelWords:
         pieces = _Memo(piece_ids)
 
         def chunk_ids(chunk: str) -> list:
+            # Most chunks are one word, " ?\p{L}+" (``str.isalpha`` is ``\p{L}`` on
+            # every Unicode-14 code point, tested): one piece, kept once, as a chunk.
+            if chunk[1:].isalpha() and (chunk[0] == " " or chunk[0].isalpha()):
+                return piece_ids(chunk)
             parts = split(chunk)
             if len(parts) == 1:
-                # Most chunks are one word: kept once, as a chunk.
                 return piece_ids(chunk)
             return list(chain.from_iterable(map(pieces.__getitem__, parts)))
 

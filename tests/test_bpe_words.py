@@ -216,6 +216,16 @@ def test_chunk_cuts_at_the_splits_whitespace():
     assert bpe_words.CHUNK.findall("a  b\n\nc, d\u3000e ") == ["a", "  b", "\n\nc,", " d", "\u3000e", " "]
 
 
+def test_isalpha_is_the_splits_letter_class_on_unicode_14():
+    """The encoder takes a chunk of letters (" ?\\p{L}+") as one word by ``str.isalpha``."""
+    import regex
+
+    letter = regex.compile(r"\p{L}")
+    differ = [cp for start, end in ASSIGNED for cp in range(start, end + 1)
+              if chr(cp).isalpha() != bool(letter.match(chr(cp)))]
+    assert differ == []
+
+
 def test_split_agrees_with_the_tokenizer_on_every_unicode_14_code_point():
     """Every assigned code point, between letters, digits, spaces, apostrophes and itself.
 
