@@ -55,7 +55,7 @@ ENV_SWITCH = "MINTDIM_WARM_WORKERS"
 #: start; other C libraries ignore it; a value already in the environment is kept).
 #: glibc's default, 8 per core, lets a worker's peak memory creep up as a build grows
 #: (generated corpus x1 -> x4: tree RSS +16%); with 3 it is +9%, at no cost on real text
-#: and 4-8% more time on the UNK-heavy generated corpus (docs/decisions.md).
+#: and up to 8% more time on the UNK-heavy generated corpus (docs/decisions.md).
 MALLOC_ARENAS = "3"
 
 
