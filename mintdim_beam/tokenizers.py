@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+from .sp_unk import unk_runs
 
 SENTENCEPIECE = "sentencepiece"
 HF_JSON = "hf_json"
@@ -151,6 +152,7 @@ class SentencePieceTokenizer(Tokenizer):
         self._buffer_batch = _buffer_batch(self._sp)
         self._local = threading.local()
         self._pool_class = getattr(spm, "ThreadPool", None)
+        self._unk_runs = unk_runs(self._sp, data, self._proto_unk_substrings)
 
     def _thread_pool(self):
         """A one-thread SentencePiece pool per calling thread, kept across calls.
@@ -185,6 +187,25 @@ class SentencePieceTokenizer(Tokenizer):
         return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
 
     def unk_substrings_at(self, texts, positions):
+        """``positions`` must list every UNK token of each text (both callers do).
+
+        A Unigram model takes the runs of unknown characters (``sp_unk``); a text whose
+        run count differs, and any other model, take the protos.
+        """
+        runs = self._unk_runs
+        if runs is None:
+            return self._proto_unk_substrings(texts, positions)
+        found = [runs(text) for text in texts]
+        redo = [i for i, (got, wanted) in enumerate(zip(found, positions)) if len(got) != len(wanted)]
+        if redo:
+            again = self._proto_unk_substrings([texts[i] for i in redo], [positions[i] for i in redo])
+            at = 0
+            for i in redo:
+                found[i] = again[at:at + len(positions[i])]
+                at += len(positions[i])
+        return list(chain.from_iterable(found))
+
+    def _proto_unk_substrings(self, texts, positions):
         # Serialized protos are produced in C++ (threaded) and parsed by upb; only the
         # UNK pieces are touched from Python. Proto offsets are UTF-8 byte offsets.
         from sentencepiece import sentencepiece_pb2

@@ -1,0 +1,142 @@
+"""Source substrings of a SentencePiece model's UNK tokens, without encoding twice.
+
+The UNK audit needs, for every UNK token, the source text it stands for. The general
+way is a second encode of each text holding one, to serialized protos that carry every
+piece's byte offsets, parsed in Python: on text a model cannot spell (Vietnamese or CJK
+with an English vocabulary) that costs more than the encoding itself.
+
+For a Unigram model the answer follows from the text alone. Its encoder puts an UNK
+node on a character exactly when no usable single-character piece matches there, and
+the processor merges consecutive UNK pieces into one. If every character of every
+usable piece is itself a usable single-character piece ("known"), no piece can cover
+an unknown character, so the path's UNK tokens are, in order, exactly the maximal runs
+of unknown characters of the *normalized* text. Their source substrings come from the
+normalizer's own offsets (normalized character -> source character), the same mapping
+the protos' offsets are made from. A normalize call is a fraction of an encode, and
+the runs are one regular-expression split.
+
+:func:`unk_runs` checks the model's type and that property once, and the runs finder
+checks itself against the protos on a probe text; per text, a run count that differs
+from the number of UNK tokens sends that text to the proto path. Any other model
+(BPE, word, char) keeps the proto path.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import accumulate
+from typing import Callable, Optional
+
+#: TrainerSpec.model_type values (sentencepiece_model.proto).
+UNIGRAM = 1
+
+_PROBE = "Hello {world} ^^ — naïve café 你好, xin chào thế giới \u3000ｆｕｌｌ  end\u200b.\n~`|<>"
+
+
+def model_type(data: bytes) -> tuple[int, bool]:
+    """``(trainer_spec.model_type, trainer_spec.byte_fallback)`` of a model proto.
+
+    Read from the protobuf wire format: the ``sentencepiece_model_pb2`` module shipped
+    with sentencepiece may need a newer protobuf runtime than the one installed (Beam
+    pins its own), and two fields do not justify a second protobuf stack.
+    """
+    kind, byte_fallback = UNIGRAM, False
+    for number, value in _fields(data):
+        if number == 2 and isinstance(value, bytes):          # ModelProto.trainer_spec
+            for inner, v in _fields(value):
+                if inner == 3 and isinstance(v, int):         # TrainerSpec.model_type
+                    kind = v
+                elif inner == 35 and isinstance(v, int):      # TrainerSpec.byte_fallback
+                    byte_fallback = bool(v)
+    return kind, byte_fallback
+
+
+def _fields(data: bytes):
+    """``(field number, value)`` of one protobuf message: ints for varints, bytes else."""
+    pos, end = 0, len(data)
+    while pos < end:
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+        elif wire == 1:
+            value, pos = data[pos:pos + 8], pos + 8
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            value, pos = data[pos:pos + size], pos + size
+        elif wire == 5:
+            value, pos = data[pos:pos + 4], pos + 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        if pos > end:
+            raise ValueError("truncated protobuf message")
+        yield number, value
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated protobuf varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
+    """A function ``text -> [source substring of each UNK token, in order]``, or None.
+
+    None when the argument above does not hold for this model: not Unigram, byte
+    fallback on, a usable piece holding a character with no piece of its own, a
+    sentencepiece release without ``normalize(..., with_offsets=True)``, or a probe
+    text on which the runs differ from ``proto_substrings`` (the reference path:
+    ``(texts, positions) -> substrings``).
+    """
+    try:
+        kind, byte_fallback = model_type(data)
+    except (ValueError, IndexError):
+        return None
+    if kind != UNIGRAM or byte_fallback:
+        return None
+    usable = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
+              if not (sp.is_unknown(i) or sp.is_control(i) or sp.is_unused(i) or sp.is_byte(i))]
+    known = {p for p in usable if len(p) == 1}
+    if not known or any(c not in known for p in usable for c in p):
+        return None
+    split = re.compile("([^" + _char_class(known) + "]+)").split
+    normalize = sp.normalize
+
+    def runs(text: str) -> list:
+        normalized, offsets = normalize(text, with_offsets=True)
+        parts = split(normalized)       # known, unknown, known, ..., known
+        if len(parts) == 1:
+            return []
+        ends = list(accumulate(map(len, parts)))
+        return [text[offsets[ends[i - 1]]:offsets[ends[i]]] for i in range(1, len(parts), 2)]
+
+    try:
+        unk_id = sp.unk_id()
+        for probe in (_PROBE, "".join(sorted(known))[:200] + _PROBE, "x"):
+            ids = sp.encode(probe)
+            want = proto_substrings([probe], [[k for k, t in enumerate(ids) if t == unk_id]])
+            if runs(probe) != want:
+                return None
+    except (TypeError, ValueError, RuntimeError):   # no normalize offsets in this release
+        return None
+    return runs
+
+
+def _char_class(chars) -> str:
+    """A regular-expression character class body matching exactly ``chars``, as ranges."""
+    points = sorted(map(ord, chars))
+    ranges: list = []
+    for c in points:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                   for a, b in ranges)

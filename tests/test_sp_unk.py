@@ -1,0 +1,158 @@
+"""UNK substrings of SentencePiece Unigram models from the normalizer (``mintdim_beam.sp_unk``).
+
+The runs of unknown characters must give, text for text, the same substrings as the
+serialized protos' offsets (the reference path, and what ``tests/reference.py`` uses),
+on every kind of text a normalizer rewrites: NFKC compatibility characters, collapsed
+and stripped whitespace, zero-width and control characters, combining marks, scripts
+the vocabulary lacks.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+import sentencepiece as spm
+
+from mintdim_beam import sp_unk
+from mintdim_beam.tokenizers import SentencePieceTokenizer
+
+# Characters that decide runs and offsets: unknown to the small models (CJK, Thai,
+# symbols), rewritten by nmt_nfkc (full-width, ligatures, compatibility forms, NBSP,
+# ideographic space), removed (zero-width, controls), whitespace of every kind.
+ALPHABET = (
+    list("abcdefghij xyz XYZ 0123") + list("{}[]<>^~|`\\@#$%&*_=+")
+    + list("你好世界日本語한국어ภาษาไทย") + list("àáảãạăằắẳẵặâầấẩẫậđêềếểễệôồốổỗộơờớởỡợưừứửữự")
+    + list("ＡＢＣａｂｃ１２３ｆｕｌｌ") + list("ﬁﬂ№™½²ⅷ") + ["\u00a0", "\u3000", "\u2009", "\u200b", "\u200d",
+                                                    "\ufeff", "\t", "\n", "\r", "\x00", "\x07",
+                                                    "e\u0301", "\u0301", "  ", "   "]
+    + ["\U0001F600", "\U00020000", "\U000E0001", "\ud800", "\U0010FFFF"]
+)
+
+
+def _proto_path(tok: SentencePieceTokenizer, texts, positions) -> list:
+    return tok._proto_unk_substrings(texts, positions)
+
+
+def _unk_positions(tok: SentencePieceTokenizer, texts) -> list:
+    flat, lengths = tok.encode_batch(texts)
+    out, at = [], 0
+    for n in lengths.tolist():
+        ids = flat[at:at + n].tolist()
+        out.append([k for k, t in enumerate(ids) if t == tok.unk_id])
+        at += n
+    return out
+
+
+def _random_texts(seed: int, count: int) -> list:
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        n = rng.randint(0, 40)
+        text = "".join(rng.choice(ALPHABET) for _ in range(n))
+        # Lone surrogates cannot be encoded to UTF-8; the pipeline rejects such records.
+        texts.append(text.replace("\ud800", "?"))
+    return texts
+
+
+def _models(tok, realdata_dir):
+    paths = [tok("sp_unigram.model")]
+    t5 = realdata_dir / "tokenizers" / "t5_spiece_32000.model" if realdata_dir else None
+    if t5 is not None and t5.exists():
+        paths.append(str(t5))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def realdata_dir():
+    from conftest import REALDATA
+    return REALDATA if REALDATA.is_dir() else None
+
+
+def test_model_type_from_the_wire_format(tok):
+    for name, want in (("sp_unigram.model", sp_unk.UNIGRAM), ("sp_nopad.model", sp_unk.UNIGRAM),
+                       ("sp_bpe.model", 2)):
+        with open(tok(name), "rb") as f:
+            assert sp_unk.model_type(f.read()) == (want, False)
+    with pytest.raises(ValueError):
+        sp_unk.model_type(b"\x12\x05abc")   # a length past the end
+
+
+def test_unigram_models_take_the_runs_bpe_keeps_the_protos(tok):
+    for name, fast in (("sp_unigram.model", True), ("sp_bpe.model", False)):
+        with open(tok(name), "rb") as f:
+            adapter = SentencePieceTokenizer(name, f.read())
+        assert (adapter._unk_runs is not None) is fast, name
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_runs_equal_protos_on_random_texts(tok, realdata_dir, seed):
+    texts = _random_texts(seed, 3000)
+    for path in _models(tok, realdata_dir):
+        with open(path, "rb") as f:
+            adapter = SentencePieceTokenizer(path, f.read(), num_threads=1)
+        assert adapter._unk_runs is not None
+        positions = _unk_positions(adapter, texts)
+        held = [(t, p) for t, p in zip(texts, positions) if p]
+        assert len(held) > 1000, "the alphabet must produce UNK tokens"
+        hold_texts, hold_positions = [t for t, _ in held], [p for _, p in held]
+        want = _proto_path(adapter, hold_texts, hold_positions)
+        assert adapter.unk_substrings_at(hold_texts, hold_positions) == want
+        # The runs path alone (no per-text fallback) already agrees.
+        assert [s for t in hold_texts for s in adapter._unk_runs(t)] == want
+
+
+def test_runs_equal_protos_on_every_bmp_character(tok, realdata_dir):
+    """Every BMP code point, alone and between known and unknown neighbours."""
+    chars = [chr(c) for c in range(0x20, 0x10000) if not 0xD800 <= c <= 0xDFFF]
+    for path in _models(tok, realdata_dir):
+        with open(path, "rb") as f:
+            adapter = SentencePieceTokenizer(path, f.read(), num_threads=1)
+        texts = []
+        for k in range(0, len(chars), 64):
+            group = chars[k:k + 64]
+            texts.append("".join(group))
+            texts.append(" a".join(group) + "  ")
+            texts.append("\u3000{".join(group) + "\u200b")
+        positions = _unk_positions(adapter, texts)
+        held = [(t, p) for t, p in zip(texts, positions) if p]
+        hold_texts, hold_positions = [t for t, _ in held], [p for _, p in held]
+        want = _proto_path(adapter, hold_texts, hold_positions)
+        assert [s for t in hold_texts for s in adapter._unk_runs(t)] == want
+
+
+def test_a_text_whose_runs_disagree_goes_to_the_protos(tok):
+    with open(tok("sp_unigram.model"), "rb") as f:
+        adapter = SentencePieceTokenizer("sp_unigram.model", f.read())
+    texts = ["a {b} c", "你好 x 世界", "plain"]
+    positions = _unk_positions(adapter, texts)
+    want = _proto_path(adapter, texts, positions)
+    real = adapter._unk_runs
+    adapter._unk_runs = lambda text: real(text)[:-1] if "你" in text else real(text)
+    assert adapter.unk_substrings_at(texts, positions) == want == ["{", "}", "你好", "世界"]
+
+
+def _train(sentences, **options) -> bytes:
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=buffer, vocab_size=60, num_threads=1,
+        minloglevel=2, byte_fallback=False, shuffle_input_sentence=False, character_coverage=1.0,
+        hard_vocab_limit=False, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, **options)
+    return buffer.getvalue()
+
+
+def test_a_piece_with_an_unknown_character_keeps_the_protos():
+    """A user-defined piece spelled with characters the model has no piece for breaks
+    the argument (that piece covers them, no UNK run does): the runs are not used."""
+    sentences = [f"the cat sat on the mat {i} times" for i in range(200)]
+    plain = _train(sentences)
+    marked = _train(sentences, user_defined_symbols=["{|}"])
+    sp = spm.SentencePieceProcessor(model_proto=marked)
+    assert sp.piece_to_id("{") == sp.unk_id() and sp.encode("a {|} t").count(sp.unk_id()) == 0
+    assert SentencePieceTokenizer("plain.model", plain)._unk_runs is not None
+    adapter = SentencePieceTokenizer("marked.model", marked)
+    assert adapter._unk_runs is None
+    texts = ["a {|} t {e}", "{|"]
+    positions = _unk_positions(adapter, texts)
+    assert adapter.unk_substrings_at(texts, positions) == ["{", "}", "{|"]
