@@ -55,19 +55,25 @@ def _fields(data: bytes):
     """``(field number, value)`` of one protobuf message: ints for varints, bytes else."""
     pos, end = 0, len(data)
     while pos < end:
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos)
-        elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
-        elif wire == 2:
-            size, pos = _varint(data, pos)
-            value, pos = data[pos:pos + size], pos + size
-        elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
+        key = data[pos]
+        if key < 0x80 and key & 7 == 2 and pos + 1 < end and data[pos + 1] < 0x80:
+            # The common case, 32k times in a model: a short length-delimited field.
+            number, size = key >> 3, data[pos + 1]
+            value, pos = data[pos + 2:pos + 2 + size], pos + 2 + size
         else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
+            key, pos = _varint(data, pos)
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                value, pos = _varint(data, pos)
+            elif wire == 1:
+                value, pos = data[pos:pos + 8], pos + 8
+            elif wire == 2:
+                size, pos = _varint(data, pos)
+                value, pos = data[pos:pos + size], pos + size
+            elif wire == 5:
+                value, pos = data[pos:pos + 4], pos + 4
+            else:
+                raise ValueError(f"unsupported protobuf wire type {wire}")
         if pos > end:
             raise ValueError("truncated protobuf message")
         yield number, value
@@ -101,10 +107,15 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
         return None
     if kind != UNIGRAM or byte_fallback:
         return None
-    usable = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
-              if not (sp.is_unknown(i) or sp.is_control(i) or sp.is_unused(i) or sp.is_byte(i))]
-    known = {p for p in usable if len(p) == 1}
-    if not known or any(c not in known for p in usable for c in p):
+    pieces = sp.id_to_piece(list(range(sp.get_piece_size())))
+
+    def usable(i: int) -> bool:     # a piece the encoder may emit (in its trie, not unused)
+        return not (sp.is_unknown(i) or sp.is_control(i) or sp.is_unused(i) or sp.is_byte(i))
+
+    known = {p for i, p in enumerate(pieces) if len(p) == 1 and usable(i)}
+    # Only pieces holding a character outside ``known`` need their type looked up.
+    unknown = set("".join(pieces)) - known
+    if not known or any(usable(i) for i, p in enumerate(pieces) if not unknown.isdisjoint(p)):
         return None
     split = re.compile("([^" + _char_class(known) + "]+)").split
     normalize = sp.normalize
