@@ -6,8 +6,10 @@ after the launcher has spent as long importing Beam itself. At the end the runne
 the workers one after the other, waiting each time for an interpreter to exit. On a
 100 MB build that is 1.5 s of a 5-8 s run (measured on two cores).
 
-A :class:`WarmPool` starts the worker interpreters first, so that they import while the
-launcher does, and lends each one to Beam through a tiny shim command
+A :class:`WarmPool` starts one worker interpreter first, so that it imports while the
+launcher does; once imported it forks the pool's other workers, which so cost no import
+of their own (a second import of Beam is a second of CPU, on two cores half a second of
+the build). It lends each worker to Beam through a tiny shim command
 (``warm_shim.py``): Beam runs the shim as its worker subprocess; the shim claims a
 waiting warm process, passes it its environment (the runner's control, logging and
 options endpoints) and exits with the worker's status as soon as the worker's harness
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import shutil
 import socket
@@ -44,7 +47,10 @@ CLAIMED = ".claimed"
 #: How often a waiting warm process checks that its launcher is still alive.
 POLL_SECONDS = 0.2
 # Not ``-m mintdim_beam.warm_workers``: the package imports this module itself.
-_WARM_MAIN = "import sys; from mintdim_beam.warm_workers import serve; sys.exit(serve(sys.argv[1], int(sys.argv[2])))"
+_WARM_MAIN = ("import sys; from mintdim_beam.warm_workers import serve_pool; "
+              "sys.exit(serve_pool(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))")
+# The read end of a pipe whose write end only the launcher holds: it turns readable
+# (end of file) when the launcher is gone, however it ended; forked workers share it.
 _SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_shim.py")
 
 
@@ -72,21 +78,27 @@ def supported() -> bool:
 
 
 class WarmPool:
-    """``size`` warm worker processes, each waiting on its own Unix socket."""
+    """``size`` warm worker processes, each waiting on its own Unix socket ``w<i>.sock``.
+
+    ``process`` is the interpreter started here (worker 0, which forks the others);
+    each worker writes its pid to ``w<i>.pid`` in :attr:`directory` when it is ready.
+    """
 
     def __init__(self, size: int):
         self.size = size
         self.directory = tempfile.mkdtemp(prefix="mintdim-warm-")
-        self.processes: list[subprocess.Popen] = []
+        alive_r, self._alive_w = os.pipe()   # see _launcher_alive
         try:
-            for i in range(size):
-                path = os.path.join(self.directory, f"w{i}.sock")
-                self.processes.append(subprocess.Popen(
-                    [sys.executable, "-c", _WARM_MAIN, path, str(os.getpid())], stdin=subprocess.DEVNULL,
-                    env=worker_environment()))
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _WARM_MAIN, self.directory, str(size), str(alive_r)],
+                stdin=subprocess.DEVNULL, env=worker_environment(), pass_fds=(alive_r,))
         except OSError:
-            self.close(wait=True)
+            os.close(self._alive_w)
+            shutil.rmtree(self.directory, ignore_errors=True)
             raise
+        finally:
+            os.close(alive_r)
+        self.processes = [self.process]
 
     def command(self) -> str:
         """The worker command line for Beam's subprocess environment."""
@@ -95,31 +107,35 @@ class WarmPool:
         return " ".join(shlex.quote(a) for a in (sys.executable, "-I", _SHIM, self.directory))
 
     def close(self, wait: bool = False) -> None:
-        """Stop the processes no worker claimed; let the others finish exiting.
+        """Stop the workers no build claimed; let the others finish exiting.
 
-        Claimed processes have reported their harness's end already and only wind down;
-        they are reaped on a daemon thread (or here with ``wait``) so none is left a
-        zombie. The socket directory goes too.
+        Removing the socket directory is the signal for forked workers still waiting
+        (they look every ``POLL_SECONDS``); worker 0 is stopped directly if unclaimed.
+        Claimed workers have reported their harness's end already and only wind down;
+        worker 0 is reaped on a daemon thread (or here with ``wait``), the forked ones
+        by worker 0, so none is left a zombie.
         """
-        for i, proc in enumerate(self.processes):
-            claimed = os.path.exists(os.path.join(self.directory, f"w{i}.sock{CLAIMED}"))
-            if not claimed and proc.poll() is None:   # waiting, or not even listening yet
-                proc.terminate()
-        procs = list(self.processes)
+        claimed = os.path.exists(os.path.join(self.directory, f"w0.sock{CLAIMED}"))
+        if not claimed and self.process.poll() is None:   # waiting, or not even listening yet
+            self.process.terminate()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        try:
+            os.close(self._alive_w)
+        except OSError:
+            pass
+        proc = self.process
 
         def reap():
-            for proc in procs:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
         if wait:
             reap()
         else:
             threading.Thread(target=reap, name="warm-workers-reap", daemon=True).start()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def start(processes: int) -> Optional[WarmPool]:
@@ -187,14 +203,58 @@ def _read_env(conn: socket.socket) -> dict:
     return json.loads(b"".join(chunks).decode("utf-8"))
 
 
-def serve(path: str, parent: int) -> int:
-    """A warm worker: listen first, import, then run one harness for whoever claims us."""
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        server.bind(path)
-        server.listen(1)
-    except OSError:   # e.g. a socket path too long here: no socket, so no shim waits for us
+def serve_pool(directory: str, size: int, alive_fd: int) -> int:
+    """Worker 0: listen on every socket, import once, fork a worker per further socket.
+
+    Sockets are bound before the imports, so a shim that claims one early waits in its
+    backlog rather than falling back. Forking after the imports is the forkserver's
+    pattern: this process has run no build code yet, its only other threads are
+    library ones that fork handles (OpenBLAS, jemalloc), and gRPC is not initialised
+    before a harness opens its channels. A socket whose fork fails is removed, so no
+    shim waits on it (it runs Beam's own worker instead).
+    """
+    servers = []
+    for i in range(size):
+        path = os.path.join(directory, f"w{i}.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(path)
+            server.listen(1)
+        except OSError:   # e.g. a socket path too long here: no socket, so no shim waits for us
+            server.close()
+            continue
+        servers.append((server, path))
+    if not servers:
         return 1
+    _import_worker_modules()
+    children = []
+    for server, path in servers[1:]:
+        try:
+            pid = os.fork()
+        except OSError:
+            server.close()
+            _remove(path)
+            continue
+        if pid == 0:   # a forked worker: serve this socket only, then leave without cleanup
+            code = 1
+            try:
+                for other, _ in servers:
+                    if other is not server:
+                        other.close()
+                code = _serve(server, path, alive_fd)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(pid)
+        server.close()
+    if children:
+        threading.Thread(target=_reap, args=(children,), name="warm-workers-reap", daemon=True).start()
+    server, path = servers[0]
+    return _serve(server, path, alive_fd)
+
+
+def _import_worker_modules() -> None:
     # The harness sends its log records to the runner, which logs them in the launcher
     # under the launcher's settings; a handler here keeps Python from also printing
     # them (and Beam's import-time warnings) on this terminal through its implicit
@@ -204,19 +264,43 @@ def serve(path: str, parent: int) -> int:
     logging.getLogger().addHandler(logging.NullHandler())
     # What a build's worker needs before its first bundle: Beam's harness, the build's
     # DoFns (unpickled from the runner's descriptors) and both tokenizer libraries.
-    from apache_beam.runners.worker import sdk_worker_main
+    from apache_beam.runners.worker import sdk_worker_main  # noqa: F401
     import sentencepiece  # noqa: F401
     import tokenizers  # noqa: F401
 
     from . import transforms  # noqa: F401
 
+
+def _reap(pids: list) -> None:
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _launcher_alive(alive_fd: int) -> bool:
+    """False once the launcher's end of the pipe is closed (it exited, or closed the pool)."""
+    try:
+        readable, _, _ = select.select([alive_fd], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def _serve(server: socket.socket, path: str, alive_fd: int) -> int:
+    """Wait for a claim on ``path``, then run one harness with the claimer's environment."""
+    with open(path[:-len(".sock")] + ".pid", "w") as f:
+        f.write(str(os.getpid()))
     server.settimeout(POLL_SECONDS)
     while True:
         try:
             conn, _ = server.accept()
             break
         except socket.timeout:
-            if os.getppid() != parent:   # the launcher is gone: nobody will claim us
+            # The launcher is gone, or closed the pool (removed the directory): nobody
+            # will claim us.
+            if not os.path.exists(path) or not _launcher_alive(alive_fd):
                 _remove(path)
                 return 0
     server.close()
@@ -227,6 +311,8 @@ def serve(path: str, parent: int) -> int:
         return 1
     os.environ.clear()
     os.environ.update(env)
+    from apache_beam.runners.worker import sdk_worker_main
+
     code = 0
     try:
         sdk_worker_main.main([])
@@ -240,16 +326,20 @@ def serve(path: str, parent: int) -> int:
         conn.close()
     except OSError:
         pass
-    if os.getppid() != parent:   # the launcher died during the build: tidy up after it
+    if not _launcher_alive(alive_fd):   # the launcher died during the build: tidy up after it
         _remove(path + CLAIMED)
     return code
 
 
 def _remove(socket_path: str) -> None:
-    """Remove a socket file, and the pool's directory once it is empty."""
+    """Remove a socket file and its pid file, and the pool's directory once it is empty."""
+    base = socket_path[:socket_path.index(".sock")]
+    for name in (socket_path, base + ".pid"):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
     try:
-        os.unlink(socket_path)
         os.rmdir(os.path.dirname(socket_path))
     except OSError:
         pass
-
