@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
 
 from . import __version__, blocks, errors, layout, preflight, publish, storage
 from .config import BuildConfig
@@ -222,6 +222,7 @@ def _launch(config, runner, options, ask, interactive, echo, input_digests, warm
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
         input_digests = hashing.submit(hash_inputs, config)
     _tune_for_runner(config, runner_name, opts)
+    _skip_type_inference(runner_name, opts)
     started = time.time()
     build_info = {
         "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(),
@@ -229,6 +230,7 @@ def _launch(config, runner, options, ask, interactive, echo, input_digests, warm
         "direct_running_mode": direct.direct_running_mode,
         "direct_num_workers": direct.direct_num_workers,
         "warm_workers": warm,
+        "pipeline_type_check": opts.view_as(TypeOptions).pipeline_type_check,
         "block_size": config.block_size,
         "build_batch": [f.build_batch for f in config.files],
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
@@ -354,6 +356,22 @@ def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOption
         return
     wanted = 2 * _dask_threads(dask.address)
     dask.npartitions = max(1, min(len(blocks.plan_blocks(config)), wanted, DASK_MAX_PARTITIONS))
+
+
+def _skip_type_inference(runner_name: str, opts: PipelineOptions) -> None:
+    """The local runner: build the graph without Beam's construction-time type checks.
+
+    They infer each step's element type from its function's bytecode, 0.15-0.2 s of a
+    100 MB build's start-up (measured: the first graph of a process 0.42 s with them,
+    0.24 s without), and guard user code this graph has none of. Without them every
+    element takes Beam's general-purpose coder; output bytes do not depend on coders.
+    Left alone when the user names ``--pipeline_type_check``/``--no_pipeline_type_check``,
+    and on other runners, whose workers may rely on inferred coders.
+    """
+    flags = " ".join(getattr(opts, "_flags", None) or [])
+    if runner_name != "FnApiRunner" or "pipeline_type_check" in flags:
+        return
+    opts.view_as(TypeOptions).pipeline_type_check = False
 
 
 def _dask_threads(address: Optional[str]) -> int:
