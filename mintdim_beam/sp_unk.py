@@ -13,7 +13,9 @@ an unknown character, so the path's UNK tokens are, in order, exactly the maxima
 of unknown characters of the *normalized* text. Their source substrings come from the
 normalizer's own offsets (normalized character -> source character), the same mapping
 the protos' offsets are made from. A normalize call is a fraction of an encode, and
-the runs are one regular-expression split.
+the runs are one regular-expression split. A text the normalizer changed only by
+escaping spaces needs no offsets at all (sentencepiece refuses rules that map a string
+to itself, so unchanged text was copied character by character).
 
 :func:`unk_runs` checks the model's type and that property once, and the runs finder
 checks itself against the protos on a probe text; per text, a run count that differs
@@ -29,6 +31,11 @@ from typing import Callable, Optional
 
 #: TrainerSpec.model_type values (sentencepiece_model.proto).
 UNIGRAM = 1
+
+#: Normalizers whose rule maps sentencepiece generates from Unicode (NFKC, case folding,
+#: NMT clean-up): every rule changes the text it matches. A user-defined rule table may
+#: hold any rule, so only these take the aligned path below.
+BUILTIN_NORMALIZERS = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
 
 _PROBE = "Hello {world} ^^ — naïve café 你好, xin chào thế giới \u3000ｆｕｌｌ  end\u200b.\n~`|<>"
 
@@ -49,6 +56,17 @@ def model_type(data: bytes) -> tuple[int, bool]:
                 elif inner == 35 and isinstance(v, int):      # TrainerSpec.byte_fallback
                     byte_fallback = bool(v)
     return kind, byte_fallback
+
+
+def normalizer_name(data: bytes) -> str:
+    """``normalizer_spec.name`` of a model proto ("" when absent)."""
+    name = ""
+    for number, value in _fields(data):
+        if number == 3 and isinstance(value, bytes):          # ModelProto.normalizer_spec
+            for inner, v in _fields(value):
+                if inner == 1 and isinstance(v, bytes):       # NormalizerSpec.name
+                    name = v.decode("utf-8", "replace")
+    return name
 
 
 def _fields(data: bytes):
@@ -117,10 +135,27 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     unknown = set("".join(pieces)) - known
     if not known or any(usable(i) for i, p in enumerate(pieces) if not unknown.isdisjoint(p)):
         return None
-    split = re.compile("([^" + _char_class(known) + "]+)").split
+    unknown_class = "[^" + _char_class(known) + "]+"
+    split = re.compile("(" + unknown_class + ")").split
+    findall = re.compile(unknown_class).findall
     normalize = sp.normalize
+    # The aligned path: a text the normalizer changed only by escaping its spaces (and
+    # the dummy prefix) has source offsets that follow positions, so each run *is* its
+    # source substring and no offsets are needed (a third of the cost). That holds when
+    # no rule matched: a rule that leaves its match unchanged would only move offsets,
+    # and the built-in normalizers have none. "▁" must be known so that no run holds
+    # an escaped space.
+    try:
+        aligned = normalizer_name(data) in BUILTIN_NORMALIZERS and "\u2581" in known
+    except (ValueError, IndexError):
+        aligned = False
 
     def runs(text: str) -> list:
+        if aligned and "\n" not in text and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            normalized = normalize(text)
+            escaped = text.replace(" ", "\u2581")
+            if normalized == escaped or normalized == "\u2581" + escaped:
+                return findall(normalized)
         normalized, offsets = normalize(text, with_offsets=True)
         parts = split(normalized)       # known, unknown, known, ..., known
         if len(parts) == 1:

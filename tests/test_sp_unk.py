@@ -156,3 +156,67 @@ def test_a_piece_with_an_unknown_character_keeps_the_protos():
     texts = ["a {|} t {e}", "{|"]
     positions = _unk_positions(adapter, texts)
     assert adapter.unk_substrings_at(texts, positions) == ["{", "}", "{|"]
+
+
+def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, monkeypatch):
+    """The aligned path: a text changed only by space escaping (and the dummy prefix)
+    takes its runs straight from the normalized text; any other text asks for offsets.
+    Both agree with the protos."""
+    calls = []
+    real = spm.SentencePieceProcessor.normalize
+
+    def normalize(self, text, with_offsets=None):
+        calls.append(bool(with_offsets))
+        return real(self, text, with_offsets=with_offsets)
+
+    monkeypatch.setattr(spm.SentencePieceProcessor, "normalize", normalize)
+    with open(tok("sp_unigram.model"), "rb") as f:
+        data = f.read()
+    assert sp_unk.normalizer_name(data) in sp_unk.BUILTIN_NORMALIZERS
+    adapter = SentencePieceTokenizer("sp_unigram.model", data)
+    plain = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}"]
+    changed = ["a  {b}", " {b}", "{b}\n", "ｆ{b}", "a\u3000{b}", "e\u0301{b}"]
+    for text in plain + changed:
+        positions = _unk_positions(adapter, [text])
+        want = _proto_path(adapter, [text], positions)
+        calls.clear()
+        assert adapter.unk_substrings_at([text], positions) == want, text
+        assert (True in calls) is (text in changed), text
+
+
+def test_identity_rules_cannot_exist():
+    """Why an unchanged text has positional offsets: sentencepiece refuses a rule that
+    maps a string to itself, and each built-in rule changes what it matches."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        rules = os.path.join(d, "rules.tsv")
+        with open(rules, "w") as f:
+            f.write("61 62\t61 62\n")
+        with pytest.raises(ValueError, match="Identity conversion is not allowed"):
+            _train([f"the cat sat on the mat {i} times" for i in range(50)], normalization_rule_tsv=rules)
+
+
+def test_a_user_defined_normalizer_always_takes_the_offsets(monkeypatch, tmp_path):
+    """A rule table of the user's is not one of the built-in maps: every text's runs go
+    through the normalizer's offsets (and still equal the protos)."""
+    rules = tmp_path / "rules.tsv"
+    rules.write_text("7B 7B\t7B\n")    # "{{" -> "{"
+    data = _train([f"the cat sat on the mat {i} times" for i in range(200)], normalization_rule_tsv=str(rules))
+    assert sp_unk.normalizer_name(data) == "user_defined"
+    calls = []
+    real = spm.SentencePieceProcessor.normalize
+
+    def normalize(self, text, with_offsets=None):
+        calls.append(bool(with_offsets))
+        return real(self, text, with_offsets=with_offsets)
+
+    monkeypatch.setattr(spm.SentencePieceProcessor, "normalize", normalize)
+    adapter = SentencePieceTokenizer("rules.model", data)
+    assert adapter._unk_runs is not None
+    texts = ["a {b} c", "a {{b}} c", "{{{", "x {{y"]
+    positions = _unk_positions(adapter, texts)
+    calls.clear()
+    assert adapter.unk_substrings_at(texts, positions) == _proto_path(adapter, texts, positions)
+    assert calls and all(calls)
