@@ -158,10 +158,9 @@ def test_a_piece_with_an_unknown_character_keeps_the_protos():
     assert adapter.unk_substrings_at(texts, positions) == ["{", "}", "{|"]
 
 
-def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, monkeypatch):
-    """The aligned path: a text changed only by space escaping (and the dummy prefix)
-    takes its runs straight from the normalized text; any other text asks for offsets.
-    Both agree with the protos."""
+@pytest.fixture
+def normalize_calls(monkeypatch):
+    """``with_offsets`` of every ``normalize`` call of adapters built in the test."""
     calls = []
     real = spm.SentencePieceProcessor.normalize
 
@@ -170,6 +169,13 @@ def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, monkeypatch):
         return real(self, text, with_offsets=with_offsets)
 
     monkeypatch.setattr(spm.SentencePieceProcessor, "normalize", normalize)
+    return calls
+
+
+def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls):
+    """The aligned path: a text changed only by space escaping (and the dummy prefix)
+    takes its runs straight from the normalized text; any other text asks for offsets.
+    Both agree with the protos."""
     with open(tok("sp_unigram.model"), "rb") as f:
         data = f.read()
     assert sp_unk.normalizer_name(data) in sp_unk.BUILTIN_NORMALIZERS
@@ -179,9 +185,9 @@ def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, monkeypatch):
     for text in plain + changed:
         positions = _unk_positions(adapter, [text])
         want = _proto_path(adapter, [text], positions)
-        calls.clear()
+        normalize_calls.clear()
         assert adapter.unk_substrings_at([text], positions) == want, text
-        assert (True in calls) is (text in changed), text
+        assert (True in normalize_calls) is (text in changed), text
 
 
 def test_identity_rules_cannot_exist():
@@ -198,25 +204,17 @@ def test_identity_rules_cannot_exist():
             _train([f"the cat sat on the mat {i} times" for i in range(50)], normalization_rule_tsv=rules)
 
 
-def test_a_user_defined_normalizer_always_takes_the_offsets(monkeypatch, tmp_path):
+def test_a_user_defined_normalizer_always_takes_the_offsets(normalize_calls, tmp_path):
     """A rule table of the user's is not one of the built-in maps: every text's runs go
     through the normalizer's offsets (and still equal the protos)."""
     rules = tmp_path / "rules.tsv"
     rules.write_text("7B 7B\t7B\n")    # "{{" -> "{"
     data = _train([f"the cat sat on the mat {i} times" for i in range(200)], normalization_rule_tsv=str(rules))
     assert sp_unk.normalizer_name(data) == "user_defined"
-    calls = []
-    real = spm.SentencePieceProcessor.normalize
-
-    def normalize(self, text, with_offsets=None):
-        calls.append(bool(with_offsets))
-        return real(self, text, with_offsets=with_offsets)
-
-    monkeypatch.setattr(spm.SentencePieceProcessor, "normalize", normalize)
     adapter = SentencePieceTokenizer("rules.model", data)
     assert adapter._unk_runs is not None
     texts = ["a {b} c", "a {{b}} c", "{{{", "x {{y"]
     positions = _unk_positions(adapter, texts)
-    calls.clear()
+    normalize_calls.clear()
     assert adapter.unk_substrings_at(texts, positions) == _proto_path(adapter, texts, positions)
-    assert calls and all(calls)
+    assert normalize_calls and all(normalize_calls)
