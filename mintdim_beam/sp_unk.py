@@ -40,14 +40,15 @@ BUILTIN_NORMALIZERS = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
 _PROBE = "Hello {world} ^^ — naïve café 你好, xin chào thế giới \u3000ｆｕｌｌ  end\u200b.\n~`|<>"
 
 
-def model_type(data: bytes) -> tuple[int, bool]:
-    """``(trainer_spec.model_type, trainer_spec.byte_fallback)`` of a model proto.
+def model_facts(data: bytes) -> tuple[int, bool, str]:
+    """``(trainer_spec.model_type, trainer_spec.byte_fallback, normalizer_spec.name)``.
 
-    Read from the protobuf wire format: the ``sentencepiece_model_pb2`` module shipped
-    with sentencepiece may need a newer protobuf runtime than the one installed (Beam
-    pins its own), and two fields do not justify a second protobuf stack.
+    Read from the protobuf wire format in one pass: the ``sentencepiece_model_pb2``
+    module shipped with sentencepiece may need a newer protobuf runtime than the one
+    installed (Beam pins its own), and three fields do not justify a second protobuf
+    stack.
     """
-    kind, byte_fallback = UNIGRAM, False
+    kind, byte_fallback, normalizer = UNIGRAM, False, ""
     for number, value in _fields(data):
         if number == 2 and isinstance(value, bytes):          # ModelProto.trainer_spec
             for inner, v in _fields(value):
@@ -55,18 +56,11 @@ def model_type(data: bytes) -> tuple[int, bool]:
                     kind = v
                 elif inner == 35 and isinstance(v, int):      # TrainerSpec.byte_fallback
                     byte_fallback = bool(v)
-    return kind, byte_fallback
-
-
-def normalizer_name(data: bytes) -> str:
-    """``normalizer_spec.name`` of a model proto ("" when absent)."""
-    name = ""
-    for number, value in _fields(data):
-        if number == 3 and isinstance(value, bytes):          # ModelProto.normalizer_spec
+        elif number == 3 and isinstance(value, bytes):        # ModelProto.normalizer_spec
             for inner, v in _fields(value):
                 if inner == 1 and isinstance(v, bytes):       # NormalizerSpec.name
-                    name = v.decode("utf-8", "replace")
-    return name
+                    normalizer = v.decode("utf-8", "replace")
+    return kind, byte_fallback, normalizer
 
 
 def _fields(data: bytes):
@@ -120,7 +114,7 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     ``(texts, positions) -> substrings``).
     """
     try:
-        kind, byte_fallback = model_type(data)
+        kind, byte_fallback, normalizer = model_facts(data)
     except (ValueError, IndexError):
         return None
     if kind != UNIGRAM or byte_fallback:
@@ -145,10 +139,7 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     # no rule matched: a rule that leaves its match unchanged would only move offsets,
     # and the built-in normalizers have none. "▁" must be known so that no run holds
     # an escaped space.
-    try:
-        aligned = normalizer_name(data) in BUILTIN_NORMALIZERS and "\u2581" in known
-    except (ValueError, IndexError):
-        aligned = False
+    aligned = normalizer in BUILTIN_NORMALIZERS and "\u2581" in known
 
     def runs(text: str) -> list:
         if aligned and "\n" not in text and "  " not in text and text[:1] != " " and text[-1:] != " ":

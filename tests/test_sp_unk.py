@@ -70,13 +70,15 @@ def realdata_dir():
     return REALDATA if REALDATA.is_dir() else None
 
 
-def test_model_type_from_the_wire_format(tok):
-    for name, want in (("sp_unigram.model", sp_unk.UNIGRAM), ("sp_nopad.model", sp_unk.UNIGRAM),
-                       ("sp_bpe.model", 2)):
+def test_model_facts_from_the_wire_format(tok):
+    # As tests/testdata/make_testdata.py trains them (and the README there lists).
+    for name, want in (("sp_unigram.model", (sp_unk.UNIGRAM, False, "nmt_nfkc")),
+                       ("sp_nopad.model", (sp_unk.UNIGRAM, False, "identity")),
+                       ("sp_bpe.model", (2, False, "identity"))):
         with open(tok(name), "rb") as f:
-            assert sp_unk.model_type(f.read()) == (want, False)
+            assert sp_unk.model_facts(f.read()) == want, name
     with pytest.raises(ValueError):
-        sp_unk.model_type(b"\x12\x05abc")   # a length past the end
+        sp_unk.model_facts(b"\x12\x05abc")   # a length past the end
 
 
 def test_unigram_models_take_the_runs_bpe_keeps_the_protos(tok):
@@ -178,7 +180,7 @@ def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls)
     Both agree with the protos."""
     with open(tok("sp_unigram.model"), "rb") as f:
         data = f.read()
-    assert sp_unk.normalizer_name(data) in sp_unk.BUILTIN_NORMALIZERS
+    assert sp_unk.model_facts(data)[2] in sp_unk.BUILTIN_NORMALIZERS
     adapter = SentencePieceTokenizer("sp_unigram.model", data)
     plain = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}"]
     changed = ["a  {b}", " {b}", "{b}\n", "ｆ{b}", "a\u3000{b}", "e\u0301{b}"]
@@ -210,7 +212,7 @@ def test_a_user_defined_normalizer_always_takes_the_offsets(normalize_calls, tmp
     rules = tmp_path / "rules.tsv"
     rules.write_text("7B 7B\t7B\n")    # "{{" -> "{"
     data = _train([f"the cat sat on the mat {i} times" for i in range(200)], normalization_rule_tsv=str(rules))
-    assert sp_unk.normalizer_name(data) == "user_defined"
+    assert sp_unk.model_facts(data)[2] == "user_defined"
     adapter = SentencePieceTokenizer("rules.model", data)
     assert adapter._unk_runs is not None
     texts = ["a {b} c", "a {{b}} c", "{{{", "x {{y"]
