@@ -1,7 +1,7 @@
 """Deterministic benchmark corpus: instruction records with long-tailed lengths.
 
     python benchmarks/make_corpus.py OUT.jsonl --mb 100 [--seed 0] [--no-pathological] [--latin-only]
-    python benchmarks/make_corpus.py OUT.jsonl --mb 100 --tile REAL.jsonl [--recombine]
+    python benchmarks/make_corpus.py OUT.jsonl --mb 100 --tile REAL.jsonl [--recombine [--unique]]
 
 What it models, and why:
 
@@ -121,11 +121,13 @@ def tile(path: str, source: str, megabytes: float) -> dict:
     return {"path": path, "bytes": written, "records": records, "copies": records // len(lines)}
 
 
-def recombine(path: str, source: str, megabytes: float, seed: int) -> dict:
+def recombine(path: str, source: str, megabytes: float, seed: int, unique: bool = False) -> dict:
     """Real text without repeated samples: each record takes each field from a record
     of ``source`` drawn at random (seeded), so samples hardly ever repeat while the
     words, sentences and field values are all real (999 Alpaca records give ~10^9
-    combinations; 100 MB is ~120k records)."""
+    combinations; 100 MB is ~120k records). Field values do repeat (each about 120
+    times at 100 MB); ``unique`` also ends every non-empty value with its record's
+    number ("(record 1234)"), so that no value repeats either."""
     rng = random.Random(seed)
     with open(source, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
@@ -136,6 +138,9 @@ def recombine(path: str, source: str, megabytes: float, seed: int) -> dict:
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         while written < target:
             record = {name: rows[rng.randrange(len(rows))].get(name, "") for name in fields}
+            if unique:
+                record = {name: f"{value} (record {records + 1})" if value else value
+                          for name, value in record.items()}
             line = json.dumps(record, ensure_ascii=False) + "\n"
             out.write(line)
             written += len(line.encode("utf-8"))
@@ -157,9 +162,12 @@ def main(argv=None) -> None:
     parser.add_argument("--recombine", action="store_true",
                         help="with --tile: draw each field of each record from a random record of the "
                              "dataset instead (real text, no repeated samples)")
+    parser.add_argument("--unique", action="store_true",
+                        help="with --recombine: end each non-empty field with the record's number, "
+                             "so that no field value repeats either")
     args = parser.parse_args(argv)
     if args.tile and args.recombine:
-        print(json.dumps(recombine(args.out, args.tile, args.mb, args.seed)))
+        print(json.dumps(recombine(args.out, args.tile, args.mb, args.seed, args.unique)))
     elif args.tile:
         print(json.dumps(tile(args.out, args.tile, args.mb)))
     else:

@@ -1,6 +1,7 @@
 """Throughput and memory of the unit build, measured against baselines in one run.
 
-    python benchmarks/run.py [--mb 100] [--tokenizers sp,bpe] [--skip-datatrove] [--scaling] [--corpus F]
+    python benchmarks/run.py [--mb 100] [--tokenizers sp,bpe] [--skip-datatrove] [--scaling]
+                             [--corpus F] [--scaling-corpus F4]
 
 On the same generated corpus (``make_corpus.py``) and the same tokenizer it measures,
 each in a fresh process, whole-process wall time and peak RSS (summed over the process
@@ -15,7 +16,8 @@ tree, sampled every 20 ms):
       virtualenv under the work directory.
 
 and prints tokens/s, peak RSS and the ratios (b)/(a) and (b)/(c). ``--scaling`` adds
-the default pipeline on the corpus and on a corpus 4x as large, side by side.
+the default pipeline on the corpus and on a corpus 4x as large, side by side: the
+generated corpus at 4x the size, the ``--corpus`` repeated 4 times, or ``--scaling-corpus``.
 
 Tokenizers: ``sp`` is the T5 SentencePiece model from ``../shared/realdata`` (or
 ``--sp-model``); ``bpe`` is a 32k byte-level BPE ``tokenizer.json`` trained here on the
@@ -248,6 +250,9 @@ def main(argv=None) -> None:
     parser.add_argument("--scaling", action="store_true", help="also run the corpus x1 and x4")
     parser.add_argument("--corpus", help="use this JSONL (instruction/input/output records) instead of "
                                          "the generated corpus; --scaling then repeats it 4 times")
+    parser.add_argument("--scaling-corpus", metavar="F",
+                        help="with --scaling: this corpus of four times the size instead of the corpus "
+                             "repeated (e.g. a 400 MB --recombine corpus: no sample repeats at x4 either)")
     args = parser.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
     import platform
@@ -263,14 +268,17 @@ def main(argv=None) -> None:
         path, plain = ensure_bpe(args.work, corpus)
         bench_tokenizer(args, args.work, corpus, "hf_json", path, plain)
     if args.scaling:
-        big = ensure_corpus(args.work, args.mb * 4) if not args.corpus else repeat_corpus(args.work, corpus, 4)
+        if args.scaling_corpus:
+            big = os.path.abspath(args.scaling_corpus)
+        else:
+            big = ensure_corpus(args.work, args.mb * 4) if not args.corpus else repeat_corpus(args.work, corpus, 4)
         kind, tok = ("sentencepiece", args.sp_model) if "sp" in kinds else ("hf_json", ensure_bpe(args.work, corpus)[0])
         print(f"\n== scaling: default pipeline, {kind} ==", flush=True)
         one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [], fluent=True)
         four = run_pipeline(args.work, "scale_x4", big, kind, tok, [], fluent=True)
-        mb = os.path.getsize(corpus) / 1e6
+        mb, big_mb = os.path.getsize(corpus) / 1e6, os.path.getsize(big) / 1e6
         print(f"x1 {mb:.0f} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
-              f"x4 {mb * 4:.0f} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
+              f"x{big_mb / mb:.0f} {big_mb:.0f} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
               f"time x{four['wall'] / one['wall']:.2f}  RSS x{four['peak_rss'] / one['peak_rss']:.2f}")
 
 

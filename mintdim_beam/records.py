@@ -31,6 +31,7 @@ from .config import FileSpec, Policies
 from .shard_format import layout_units
 from .template import FieldTypeError, render_value
 from .tokenizers import Tokenizer
+from .text_cache import TextCache
 
 # Sample status codes kept per sample in BlockResult.status.
 OK = 0            # written to a declared unit
@@ -290,6 +291,7 @@ class BlockEncoder:
         self._pool = ThreadPoolExecutor(encode_threads, thread_name_prefix="encode") if encode_threads else None
         self._max_inflight = max(1, encode_threads)
         self._repeats = _RepeatCache()
+        self._texts = TextCache()
         self.reset()
 
     # -- parsing -------------------------------------------------------------------
@@ -555,14 +557,7 @@ class BlockEncoder:
         second tokenizer pass over the texts that hold one. Both passes release the
         GIL, so they overlap the parsing of later slices.
         """
-        step = self.spec.build_batch * len(self._slot_field)
-        calls = [texts[a:a + step] for a in range(0, len(texts), step)] if len(texts) > step else [texts]
-        results = [self.tok.encode_batch(c) for c in calls]
-        if len(results) == 1:
-            flat, lengths = results[0]
-        else:
-            flats, lens = zip(*results)
-            flat, lengths = np.concatenate(flats), np.concatenate(lens)
+        flat, lengths = self._texts.encode(texts, self._encode_calls)
         hits = np.nonzero(flat == self.tok.unk_id)[0]
         chars: list = []
         if len(hits):
@@ -573,6 +568,17 @@ class BlockEncoder:
             chars = self.tok.unk_substrings_at([texts[o] for o in owner[bounds].tolist()],
                                                [p.tolist() for p in np.split(local, bounds[1:])])
         return flat, lengths, hits, chars
+
+    def _encode_calls(self, texts: list) -> tuple:
+        """``(flat ids, lengths)`` of ``texts`` in tokenizer calls of at most ``build_batch``
+        samples' worth of texts."""
+        step = self.spec.build_batch * len(self._slot_field)
+        calls = [texts[a:a + step] for a in range(0, len(texts), step)] if len(texts) > step else [texts]
+        results = [self.tok.encode_batch(c) for c in calls]
+        if len(results) == 1:
+            return results[0]
+        flats, lens = zip(*results)
+        return np.concatenate(flats), np.concatenate(lens)
 
     def _finish_batch(self, pb: "_Batch") -> dict:
         """Lengths, units, overflow policy, UNK rows and record layout of one batch."""
