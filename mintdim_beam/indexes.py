@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from .plan import BlockPlan, OutputPlan
-from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
+from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult, join_unique
 
 INDEX_FILES = (
     "sample_index.jsonl",
@@ -125,20 +125,19 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
     unk = meta.unk
     if len(unk):
         # One row per sample with UNK (BlockEncoder keeps only written samples' tokens).
+        # A block can hold millions of UNK tokens: each column is written as one JSON
+        # text and every row takes a slice of it, so no Python object is made per token.
         starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
-        ends = np.r_[starts[1:], len(unk)].tolist()
-        # Each token's JSON text once, by C-level maps; rows join their slices.
-        positions = list(map(str, unk.position.tolist()))
-        fields = list(map(str, unk.segment.tolist()))
-        chars = list(map(json_string, unk.chars))
+        ends = np.r_[starts[1:], len(unk)]
+        positions = _int_runs(unk.position, starts, ends)
+        fields = _int_runs(unk.segment, starts, ends)
+        chars = _json_string_runs(unk.chars, starts, ends)
         samples = unk.sample[starts].tolist()
-        for i, a, b in zip(samples, starts.tolist(), ends):
+        for i, n, p, f, c in zip(samples, (ends - starts).tolist(), positions, fields, chars):
             unk_rows.append(
                 f'{{"sample_id":{base + i},"hash":"{hexes[64 * i:64 * i + 64]}","source_file":{src},'
-                f'"source_line":{lines[i]},"unk_count":{b - a},'
-                f'"unk_positions":[{",".join(positions[a:b])}],'
-                f'"unk_field_indices":[{",".join(fields[a:b])}],'
-                f'"unk_chars":[{",".join(chars[a:b])}]}}\n')
+                f'"source_line":{lines[i]},"unk_count":{n},'
+                f'"unk_positions":[{p}],"unk_field_indices":[{f}],"unk_chars":[{c}]}}\n')
         unk_tokens = len(unk)
     return {
         "sample_index.jsonl": "".join(sample_rows),
@@ -147,6 +146,57 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         "bad_record_index.jsonl": "".join(bad_rows),
         "stats": {"samples_with_unk": len(unk_rows), "unk_tokens": unk_tokens},
     }
+
+
+def _int_runs(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list:
+    """``"v,v,v"`` of ``values[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty,
+    consecutive): one comma-joined text, sliced at its commas."""
+    top = int(values.max()) if len(values) else 0
+    if 0 <= int(values.min()) and top < 1 << 16:     # token positions, segment indices
+        text = ",".join(map(_decimal(top).__getitem__, values.tolist()))
+    else:
+        text = ",".join(map(str, values.tolist()))
+    commas = np.flatnonzero(np.frombuffer(text.encode("ascii"), np.uint8) == 44)
+    return _slices(text, commas, starts, ends)
+
+
+_DECIMALS = tuple(map(str, range(4096)))
+
+
+def _decimal(top: int) -> tuple:
+    """``str(i)`` for every ``i <= top``: a lookup is cheaper than a conversion. (A new
+    tuple replaces a short one, so threads never see a table being filled.)"""
+    global _DECIMALS
+    table = _DECIMALS
+    if len(table) <= top:
+        table = _DECIMALS = tuple(map(str, range(max(top + 1, 2 * len(table)))))
+    return table
+
+
+def _json_string_runs(strings: list, starts: np.ndarray, ends: np.ndarray) -> list:
+    """``'"a","b"'`` (as ``json.dumps(..., ensure_ascii=False)`` writes the items) of
+    ``strings[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty, consecutive).
+
+    The strings are joined with a separator none of them holds (``join_unique``), which
+    is not ASCII, so the JSON encoder leaves it as it is and no escape can produce it.
+    """
+    found = join_unique(strings)
+    if found is None:   # every separator occurs in the strings: item by item
+        items = list(map(json_string, strings))
+        return [",".join(items[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+    sep, joined = found
+    text = json_string(joined)[1:-1]
+    cuts = np.flatnonzero(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32) == ord(sep))
+    quote = '"'
+    return [quote + run.replace(sep, '","') + quote for run in _slices(text, cuts, starts, ends)]
+
+
+def _slices(text: str, cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list:
+    """The runs of items ``[starts[k], ends[k])`` of ``text``, whose items are separated by
+    the one-character cuts at ``cuts`` (separators inside a run are kept)."""
+    begin = np.r_[0, cuts + 1]                    # item i begins at begin[i]
+    finish = np.r_[cuts, len(text)]               # and ends before finish[i]
+    return list(map(text.__getitem__, map(slice, begin[starts].tolist(), finish[ends - 1].tolist())))
 
 
 _DUPLICATE_MEMBER = '{"sample_id":%d,"source_file":%s,"source_line":%d}'

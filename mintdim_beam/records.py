@@ -53,6 +53,21 @@ def _reject_constant(name):
     raise ValueError(f"{name} is not JSON")
 
 
+# Separators for joining many strings into one: non-ASCII code points that text hardly
+# holds (noncharacters, then private use); ``join_unique`` takes the first none holds.
+_SEPARATORS = ("\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000")
+
+
+def join_unique(strings: list) -> Optional[tuple]:
+    """``(sep, sep.join(strings))`` with a separator that occurs in none of the strings
+    (so ``joined.split(sep)`` gives them back), or None if each separator occurs."""
+    for sep in _SEPARATORS:
+        joined = sep.join(strings)
+        if joined.count(sep) == len(strings) - 1:
+            return sep, joined
+    return None
+
+
 @dataclass
 class UnkTable:
     """Every UNK token of a block's written samples, one entry per token, columnar.
@@ -69,6 +84,20 @@ class UnkTable:
 
     def __len__(self) -> int:
         return len(self.chars)
+
+    def __getstate__(self) -> dict:
+        # Millions of short strings pickle one by one; joined, they are one string.
+        state = dict(self.__dict__)
+        found = join_unique(self.chars) if len(self.chars) > 1 else None
+        if found is not None:
+            state["chars"] = found
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state["chars"], tuple):
+            sep, joined = state["chars"]
+            state = dict(state, chars=joined.split(sep))
+        self.__dict__.update(state)
 
     @staticmethod
     def concat(tables: list) -> "UnkTable":

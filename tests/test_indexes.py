@@ -1,0 +1,78 @@
+"""Index rows written column-wise (``mintdim_beam.indexes``) against rows built one by
+one with ``json.dumps``, on the strings and numbers that make that hard."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+from mintdim_beam import indexes, records
+from mintdim_beam.plan import BlockPlan
+
+TRICKY = ['"', "\\", "\n", "\x00", "\x1f", "", "\uffff", "\ufffe", "漢字", "🙂", "a\"b\\c", "\U0010ffff",
+          "\ue000", "\u2028", "\x7f", "Q:", "\ud7ff"]
+
+
+def _block(rng, n_samples: int, chars_pool: list, max_position: int):
+    """A block of ``n_samples`` OK samples, some with UNK tokens, and its UNK table."""
+    sample, position, segment, chars = [], [], [], []
+    for s in range(n_samples):
+        k = rng.choice([0, 0, 1, 3, 12])
+        for p in sorted(rng.sample(range(max_position), min(k, max_position))):
+            sample.append(s)
+            position.append(p)
+            segment.append(rng.randrange(3))
+            chars.append(rng.choice(chars_pool))
+    unk = records.UnkTable(np.asarray(sample, np.int64), np.asarray(position, np.int64),
+                           np.asarray(segment, np.int64), chars)
+    meta = records.BlockResult(
+        n_lines=n_samples, local_line=np.arange(n_samples, dtype=np.int64),
+        status=np.zeros(n_samples, np.int8), token_count=np.full(n_samples, 5, np.int64),
+        orig_count=np.full(n_samples, 5, np.int64), unit=np.full(n_samples, 8, np.int64),
+        digests=np.frombuffer(rng.randbytes(32 * n_samples), np.uint8).reshape(n_samples, 32), unk=unk)
+    return meta, BlockPlan(0, 0, 0, 100, 200, {8: 0})
+
+
+def _want(meta, plan, source) -> str:
+    rows = []
+    unk = meta.unk
+    for s in sorted(set(unk.sample.tolist())):
+        at = np.flatnonzero(unk.sample == s)
+        rows.append(indexes.dumps_row({
+            "sample_id": plan.sample_offset + s, "hash": meta.digests[s].tobytes().hex(),
+            "source_file": source, "source_line": plan.line_offset + 1 + int(meta.local_line[s]),
+            "unk_count": len(at), "unk_positions": unk.position[at].tolist(),
+            "unk_field_indices": unk.segment[at].tolist(), "unk_chars": [unk.chars[i] for i in at.tolist()],
+        }))
+    return "".join(rows)
+
+
+@pytest.mark.parametrize("pool, max_position", [
+    (TRICKY, 50),                                   # escapes, noncharacters as content
+    (TRICKY + ["x"] * 10, 70000),                   # positions past the decimal table
+    (["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", "ok"], 9),   # every separator taken
+])
+def test_unk_rows_equal_json_dumps(pool, max_position):
+    rng = random.Random(len(pool) + max_position)
+    meta, plan = _block(rng, 300, pool, max_position)
+    source = 'data/"odd" %s.jsonl'
+    got = indexes.block_index_rows(meta, plan, source, 8, 16)
+    assert got["unk_index.jsonl"] == _want(meta, plan, source)
+    assert got["stats"]["unk_tokens"] == len(meta.unk) > 300
+
+
+@pytest.mark.parametrize("pool", [TRICKY, ["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", ""]])
+def test_unk_table_pickles_its_strings_joined_and_back(pool):
+    rng = random.Random(5)
+    chars = [rng.choice(pool) for _ in range(5000)]
+    table = records.UnkTable(np.arange(5000), np.arange(5000), np.zeros(5000, np.int64), chars)
+    back = pickle.loads(pickle.dumps(table, protocol=5))
+    assert back.chars == chars and type(back.chars) is list
+    assert np.array_equal(back.sample, table.sample)
+    state = table.__getstate__()["chars"]
+    assert isinstance(state, tuple) == (pool is TRICKY)    # packed unless every separator occurs
+    assert pickle.loads(pickle.dumps(records.UnkTable())).chars == []
+    assert pickle.loads(pickle.dumps(records.UnkTable(chars=["\uffff"]))).chars == ["\uffff"]
