@@ -29,7 +29,7 @@ import hashlib
 import heapq
 import json
 import logging
-from typing import Iterable, Optional
+from typing import Optional
 
 from . import __version__, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
@@ -40,11 +40,6 @@ from .tokenizers import load_tokenizer
 log = logging.getLogger(__name__)
 
 PER_BLOCK_INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
-
-
-def _concatenate(paths: Iterable[str]):
-    for path in paths:
-        yield storage.read_bytes(path)
 
 
 _FIRST_ID = b'"sample_id":'
@@ -154,7 +149,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
     for name in PER_BLOCK_INDEXES:
         parts = [layout.part_path(out.path, name, f, b) for f, b in blocks]
-        storage.write_bytes(storage.join(out.path, name), _concatenate(parts))
+        storage.write_ranges(storage.join(out.path, name), [(part, 0, None) for part in parts])
     dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
     storage.write_bytes(
         storage.join(out.path, "duplicate_index.jsonl"),

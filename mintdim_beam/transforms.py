@@ -468,16 +468,14 @@ class _WriteOutputsFn(_StorageDoFn):
         tok = self._tokenizers[out.tokenizer]
         n = len(out.sequence_template)
         record_bytes = (1 + n + task.unit) * tok.storage.bytes_per_token
+        staged = layout.staged_shard(out.path, task.unit, task.shard)
         if task.pieces:
-            chunks = (
-                storage.read_range(
-                    storage.join(layout.block_dir(out.path, p.file, p.block), f"unit_{task.unit}.bin"),
-                    p.start * record_bytes, p.count * record_bytes)
-                for p in task.pieces
-            )
+            size = storage.write_ranges(staged, [
+                (storage.join(layout.block_dir(out.path, p.file, p.block), f"unit_{task.unit}.bin"),
+                 p.start * record_bytes, p.count * record_bytes)
+                for p in task.pieces])
         else:
-            chunks = [self._extended_records(out, tok, task, n)]
-        size = storage.write_bytes(layout.staged_shard(out.path, task.unit, task.shard), chunks)
+            size = storage.write_bytes(staged, [self._extended_records(out, tok, task, n)])
         self._shards.inc()
         return ShardResult(task.output, task.unit, task.shard, task.n_records, size)
 

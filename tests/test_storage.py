@@ -1,0 +1,62 @@
+"""``storage.write_ranges``: files made of byte ranges of other files (shards from
+spilled records, index files from their parts), copied by the kernel when it can."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mintdim_beam import storage
+
+
+@pytest.fixture
+def sources(tmp_path):
+    paths = []
+    for k, size in enumerate([0, 1, 5000, 70000]):
+        path = tmp_path / f"src{k}.bin"
+        path.write_bytes(bytes((k * 31 + i) % 251 for i in range(size)))
+        paths.append(str(path))
+    return paths
+
+
+def _ranges(paths):
+    return [(paths[2], 10, 4000), (paths[0], 0, None), (paths[3], 0, None), (paths[1], 0, 1),
+            (paths[3], 65000, 5000), (paths[2], 4999, None), (paths[3], 7, 0)]
+
+
+def _want(ranges):
+    out = b""
+    for src, start, length in ranges:
+        with open(src, "rb") as f:
+            data = f.read()
+        out += data[start:] if length is None else data[start:start + length]
+    return out
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_ranges_are_copied_in_order(tmp_path, sources, monkeypatch, kernel):
+    if not kernel:
+        def refuse(*args):
+            raise OSError(18, "Invalid cross-device link")
+        monkeypatch.setattr(os, "copy_file_range", refuse)
+    target = tmp_path / "out" / "shard_000000.bin"
+    ranges = _ranges(sources)
+    written = storage.write_ranges(str(target), ranges)
+    want = _want(ranges)
+    assert target.read_bytes() == want and written == len(want) > 70000
+    assert sorted(os.listdir(target.parent)) == ["shard_000000.bin"]      # no temporary left
+
+
+def test_a_short_source_fails_and_leaves_nothing(tmp_path, sources):
+    target = tmp_path / "index.jsonl"
+    with pytest.raises(EOFError, match="src2.bin"):
+        storage.write_ranges(str(target), [(sources[3], 0, 100), (sources[2], 4000, 2000)])
+    assert not target.exists() and not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+
+
+def test_an_existing_file_is_replaced_whole(tmp_path, sources):
+    target = tmp_path / "sample_index.jsonl"
+    target.write_bytes(b"x" * 100000)
+    storage.write_ranges(str(target), [(sources[1], 0, None)])
+    assert target.read_bytes() == _want([(sources[1], 0, None)])
