@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from . import digests, errors, warm_workers
+from .imports import collector_paused
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -108,7 +109,8 @@ class UnitBuildJob:
         early = digests.start_local(config)
         pool = warm_workers.start_for(config, runner, options)
         try:
-            from .launcher import launch  # Beam is imported only when a build runs
+            with collector_paused():
+                from .launcher import launch  # Beam is imported only when a build runs
         except BaseException:
             if pool is not None:
                 pool.close()

@@ -32,6 +32,7 @@ import sys
 from typing import Optional, Sequence
 
 from . import consumer_cli, digests, errors, warm_workers
+from .imports import collector_paused
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -137,7 +138,8 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         early = digests.start_local(config)
         pool = warm_workers.start_for(config, None, list(beam_args))
     try:
-        from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
+        with collector_paused():
+            from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
     except BaseException:
         if pool is not None:
             pool.close()

@@ -24,6 +24,7 @@ before Beam is imported (``mintdim_beam.run`` and ``mintdim-beam build``).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -36,6 +37,8 @@ import tempfile
 import threading
 import traceback
 from typing import Optional
+
+from .imports import collector_paused
 
 #: Inputs at least this large run on one worker process per core by default
 #: (``launcher.choose_local_mode``).
@@ -226,7 +229,12 @@ def serve_pool(directory: str, size: int, alive_fd: int) -> int:
         servers.append((server, path))
     if not servers:
         return 1
-    _import_worker_modules()
+    with collector_paused():
+        _import_worker_modules()
+    # This process is ours: what the imports built lives as long as it does, so it is
+    # frozen out of every later collection (and the forks share its pages without a
+    # collection writing to them).
+    gc.freeze()
     children = []
     for server, path in servers[1:]:
         try:

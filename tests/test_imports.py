@@ -1,0 +1,53 @@
+"""The garbage collector is paused while Beam is imported, and the caller's process
+keeps its own collector settings."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+import pytest
+
+from conftest import write_jsonl
+from mintdim_beam.imports import collector_paused
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collector_paused_sets_back_what_it_found(enabled):
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+        with pytest.raises(KeyError):
+            with collector_paused():
+                raise KeyError("x")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_run_leaves_the_callers_collector_as_it_was(tmp_path, tok, enabled):
+    """``run()`` imports Beam with the collector paused, and neither leaves it paused
+    nor freezes the caller's objects (only the CLI, which exits right after, does)."""
+    f = write_jsonl(tmp_path / "d.jsonl", [{"q": "x", "a": "a short answer"}] * 3)
+    code = (
+        "import gc\n"
+        f"{'' if enabled else 'gc.disable()'}\n"
+        "collections = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and collections.append(info['generation']))\n"
+        "from mintdim_beam import pipeline\n"
+        f"job = (pipeline('unit-build').source.jsonl(files=[{f!r}], fields=[['q', 'a']], templates=['{{q}} {{a}}'])"
+        f".tokenizer.sentencepiece(files=[{tok('sp_unigram.model')!r}]).units(sizes=[[64]], build_batch=[8])"
+        f".output.dir({str(tmp_path / 'out')!r}, samples_per_shard=[4]))\n"
+        "job.run(echo=lambda *a: None)\n"
+        "print(gc.isenabled(), gc.get_freeze_count(), len(collections) > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    enabled_after, frozen, collected = out.stdout.split()
+    assert enabled_after == str(enabled) and frozen == "0"
+    assert collected == str(enabled)      # a collector the caller disabled never ran
+    assert (tmp_path / "out" / "manifest.json").exists()
