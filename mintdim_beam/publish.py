@@ -114,11 +114,13 @@ def mark_failed(config: BuildConfig, message: str, error: dict | None = None) ->
 
 
 def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, dup_results,
-             build_info: dict, digests: Optional[dict] = None):
+             build_info: dict, digests: Optional[dict] = None, tokenizers: Optional[dict] = None):
     """Publish every output (yielding one result dict each) or fail the whole build.
 
     ``digests`` maps every input and tokenizer path to ``(size, sha256)`` for the
-    manifest's fingerprint. Running it again (a retried finalize) gives the same files.
+    manifest's fingerprint; ``tokenizers`` (tokenizer spec -> adapter) are the ones the
+    worker already loaded, else each output loads its own. Running it again (a retried
+    finalize) gives the same files.
     """
     if plan.error is not None:
         message = str(error_from_dict(plan.error))
@@ -130,11 +132,11 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
         return
     for out in config.outputs:
         yield publish_output(config, out, plan, shard_results, part_results, dup_results, build_info,
-                             digests)
+                             digests, (tokenizers or {}).get(out.tokenizer))
 
 
 def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_results, part_results,
-                   dup_results, build_info: dict, digests: Optional[dict] = None) -> dict:
+                   dup_results, build_info: dict, digests: Optional[dict] = None, tok=None) -> dict:
     manifest_path = storage.join(out.path, "manifest.json")
     oplan = plan.outputs[out.index]
     shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
@@ -145,7 +147,8 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
         stats = json.loads(storage.read_bytes(storage.join(out.path, "stats.json")))
         return {"output": out.path, "stats": stats, "shards": shards}
 
-    tok = load_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes(out.tokenizer.path))
+    if tok is None:
+        tok = load_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes(out.tokenizer.path))
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
     for name in PER_BLOCK_INDEXES:
         parts = [layout.part_path(out.path, name, f, b) for f, b in blocks]

@@ -508,11 +508,14 @@ class _FinalizeFn(_StorageDoFn):
     """Publish every output (or mark the build failed) from the plan and all results."""
 
     def __init__(self, config: BuildConfig, build_info: dict, input_digests: Optional[dict],
-                 filesystem_options: Optional[dict]):
+                 filesystem_options: Optional[dict], shared: Optional[Shared] = None,
+                 word_encoder: bool = True):
         super().__init__(filesystem_options)
         self._config = config
         self._build_info = build_info
         self._input_digests = input_digests
+        self._shared = shared
+        self._word_encoder = word_encoder
 
     def process(self, element):
         from .publish import finalize
@@ -538,12 +541,18 @@ class _FinalizeFn(_StorageDoFn):
                 "bytes": sum(d.size for d in found[DIGEST].values()),
                 "seconds_max": max((d.seconds for d in found[DIGEST].values()), default=0.0),
             }
+        tokenizers = None
+        if self._shared is not None:
+            # The adapters the write stage loaded in this process, if it ran here (the
+            # manifest needs a tokenizer's facts, not a fresh copy of it).
+            config, words = self._config, self._word_encoder
+            tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
         yield from finalize(
             self._config, plan,
             [found[SHARD][k] for k in sorted(found[SHARD])],
             [found[PART][k] for k in sorted(found[PART])],
             [found[DUPS][k] for k in sorted(found[DUPS])],
-            build_info, digests,
+            build_info, digests, tokenizers=tokenizers,
         )
 
 
@@ -660,5 +669,6 @@ class UnitBuild(beam.PTransform):
             | "FlattenResults" >> beam.Flatten()
             | "KeyResults" >> beam.Map(lambda r: (0, r))
             | "CollectResults" >> beam.GroupByKey()
-            | "Finalize" >> beam.ParDo(_FinalizeFn(config, self._build_info, self._input_digests, fs))
+            | "Finalize" >> beam.ParDo(_FinalizeFn(config, self._build_info, self._input_digests, fs, shared,
+                                                      self._word_encoder))
         )

@@ -218,16 +218,16 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
     def crash(*_args, **_kwargs):
         raise RuntimeError("finalize crashed before manifest.json")
 
-    def finalize_three_times(config, *args):
+    def finalize_three_times(config, *args, **kwargs):
         monkeypatch.setattr(publish, "manifest", crash)
         with pytest.raises(RuntimeError):
-            list(real_finalize(config, *args))
+            list(real_finalize(config, *args, **kwargs))
         monkeypatch.setattr(publish, "manifest", real_manifest)
         out = Path(config.outputs[0].path)
         seen["after_crash"] = sorted(list_output_files(out))
-        first = list(real_finalize(config, *args))     # the retried finalize publishes
+        first = list(real_finalize(config, *args, **kwargs))     # the retried finalize publishes
         snapshot = list_output_files(out)
-        second = list(real_finalize(config, *args))    # and running it again changes nothing
+        second = list(real_finalize(config, *args, **kwargs))    # and running it again changes nothing
         assert second == first and list_output_files(out) == snapshot
         return iter(first)
 
