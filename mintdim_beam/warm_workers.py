@@ -106,8 +106,10 @@ class WarmPool:
     def command(self) -> str:
         """The worker command line for Beam's subprocess environment."""
         # -I: the shim needs only the standard library, and isolation keeps its own
-        # directory (this package) off sys.path.
-        return " ".join(shlex.quote(a) for a in (sys.executable, "-I", _SHIM, self.directory))
+        # directory (this package) off sys.path; -S: nor does it need site-packages,
+        # whose .pth files cost a start-up as much again (Beam's own worker, if the shim
+        # falls back to it, is a new interpreter with the usual start-up).
+        return " ".join(shlex.quote(a) for a in (sys.executable, "-I", "-S", _SHIM, self.directory))
 
     def close(self, wait: bool = False) -> None:
         """Stop the workers no build claimed; let the others finish exiting.
