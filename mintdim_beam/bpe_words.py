@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from array import array
 from itertools import chain
 from typing import Optional, Sequence
 
@@ -45,6 +46,11 @@ import numpy as np
 import regex
 
 from ._unicode14 import ASSIGNED
+
+#: Kept ids are a C ``int`` array's bytes (vocabularies are far below 2^31), viewed by
+#: numpy with the same native type.
+_ID_BYTES = array("i").itemsize
+_IDS_DTYPE = np.dtype(f"=i{_ID_BYTES}")
 
 #: HF ``ByteLevel(use_regex=True)``'s split, the GPT-2 pattern.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -177,12 +183,16 @@ class ByteLevelWords:
         tokenize = tokenizer.model.tokenize
         split = regex.compile(GPT2_PATTERN).findall
 
-        def piece_ids(piece: str) -> list:
-            return [t.id for t in tokenize(piece.encode("utf-8").decode("latin-1").translate(BYTE_TABLE))]
+        # Ids are kept as raw int32 bytes: a text's ids are then one ``bytes.join`` of
+        # its chunks' values and one numpy view, not a Python int per token, and a
+        # kept word costs a few bytes per id instead of a list of int objects.
+        def piece_ids(piece: str) -> bytes:
+            return array("i", [t.id for t in tokenize(
+                piece.encode("utf-8").decode("latin-1").translate(BYTE_TABLE))]).tobytes()
 
         pieces = _Memo(piece_ids)
 
-        def chunk_ids(chunk: str) -> list:
+        def chunk_ids(chunk: str) -> bytes:
             # Most chunks are one word, " ?\p{L}+" (``str.isalpha`` is ``\p{L}`` on
             # every Unicode-14 code point, tested): one piece, kept once, as a chunk.
             if chunk[1:].isalpha() and (chunk[0] == " " or chunk[0].isalpha()):
@@ -190,7 +200,7 @@ class ByteLevelWords:
             parts = split(chunk)
             if len(parts) == 1:
                 return piece_ids(chunk)
-            return list(chain.from_iterable(map(pieces.__getitem__, parts)))
+            return b"".join(map(pieces.__getitem__, parts))
 
         self._pieces = pieces
         self._chunks = _Memo(chunk_ids)
@@ -233,8 +243,8 @@ class ByteLevelWords:
             else:
                 chunks_per.append(cut(text))
         ids_of = list(map(self._chunks.__getitem__, chain.from_iterable(chunks_per)))
-        per_chunk = np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of))
-        flat = np.fromiter(chain.from_iterable(ids_of), dtype=np.int64, count=int(per_chunk.sum()))
+        per_chunk = np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of)) // _ID_BYTES
+        flat = np.frombuffer(b"".join(ids_of), dtype=_IDS_DTYPE).astype(np.int64)
         chunk_counts = np.fromiter(map(len, chunks_per), dtype=np.int64, count=len(chunks_per))
         token_ends = np.concatenate(([0], np.cumsum(per_chunk)))[np.cumsum(chunk_counts)]
         lengths = np.diff(token_ends, prepend=0)
