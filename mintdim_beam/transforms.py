@@ -58,7 +58,7 @@ from .config import BuildConfig
 from .plan import BlockPlan, BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
 from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
 from .shard_format import record_slots
-from .tokenizers import SENTENCEPIECE, load_tokenizer
+from .tokenizers import SENTENCEPIECE, load_tokenizer_preloaded
 
 NAMESPACE = "mintdim"
 DUPLICATE_TASK_SAMPLES = 1 << 18   # content hashes one FindDuplicates task holds (~30 MiB at peak)
@@ -109,8 +109,8 @@ def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     cache = {}
     for spec in {f.tokenizer for f in config.files}:
         # Several encode calls run at once (see encode_threads): one thread each.
-        cache[spec] = load_tokenizer(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
-                                     word_encoder=word_encoder)
+        cache[spec] = load_tokenizer_preloaded(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
+                                               word_encoder=word_encoder)
     return _Handle(cache)
 
 

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from typing import Optional
+from typing import Optional, Sequence
 
 from .imports import collector_paused
 
@@ -56,6 +56,9 @@ _WARM_MAIN = ("import sys; from mintdim_beam.warm_workers import serve_pool; "
 # (end of file) when the launcher is gone, however it ended; forked workers share it.
 _SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_shim.py")
 
+
+#: The pool directory's list of tokenizers to load ahead (``_preload``).
+PRELOAD = "preload.json"
 
 #: Set to 0 to start the local runner's workers the usual way (Beam's own command).
 ENV_SWITCH = "MINTDIM_WARM_WORKERS"
@@ -87,9 +90,14 @@ class WarmPool:
     each worker writes its pid to ``w<i>.pid`` in :attr:`directory` when it is ready.
     """
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, preload: Sequence[tuple] = ()):
         self.size = size
         self.directory = tempfile.mkdtemp(prefix="mintdim-warm-")
+        if preload:
+            # (kind, path) of the build's tokenizers: each worker loads them while it
+            # waits (see ``_preload``).
+            with open(os.path.join(self.directory, PRELOAD), "w", encoding="utf-8") as f:
+                json.dump([list(p) for p in preload], f)
         alive_r, self._alive_w = os.pipe()   # see _launcher_alive
         try:
             self.process = subprocess.Popen(
@@ -143,12 +151,13 @@ class WarmPool:
             threading.Thread(target=reap, name="warm-workers-reap", daemon=True).start()
 
 
-def start(processes: int) -> Optional[WarmPool]:
-    """A pool of ``processes`` warm workers, or None where pools are not supported."""
+def start(processes: int, preload: Sequence[tuple] = ()) -> Optional[WarmPool]:
+    """A pool of ``processes`` warm workers, or None where pools are not supported;
+    ``preload``: (kind, path) of tokenizers the workers load while they wait."""
     if processes < 1 or not supported() or not sys.executable:
         return None
     try:
-        return WarmPool(processes)
+        return WarmPool(processes, preload)
     except OSError:   # cannot start interpreters here: Beam starts its workers as usual
         return None
 
@@ -162,7 +171,8 @@ def start_for(config, runner=None, options=None) -> Optional[WarmPool]:
         total = sum(os.path.getsize(p) for p in paths)
     except OSError:
         return None   # the launcher reports missing inputs
-    return start(wanted(total, runner, options))
+    tokenizers = sorted({(f.tokenizer.kind, f.tokenizer.path) for f in config.files})
+    return start(wanted(total, runner, options), [t for t in tokenizers if "://" not in t[1]])
 
 
 def default_processes(total_input_bytes: int) -> int:
@@ -251,6 +261,7 @@ def serve_pool(directory: str, size: int, alive_fd: int) -> int:
                 for other, _ in servers:
                     if other is not server:
                         other.close()
+                _preload(directory)
                 code = _serve(server, path, alive_fd)
             finally:
                 sys.stdout.flush()
@@ -261,7 +272,30 @@ def serve_pool(directory: str, size: int, alive_fd: int) -> int:
     if children:
         threading.Thread(target=_reap, args=(children,), name="warm-workers-reap", daemon=True).start()
     server, path = servers[0]
+    _preload(directory)
     return _serve(server, path, alive_fd)
+
+
+def _preload(directory: str) -> None:
+    """Load the build's tokenizers on a thread while this worker waits to be claimed.
+
+    After the fork, in each worker: a Hugging Face tokenizer whose thread pool ran
+    before a fork turns its parallelism off in the child. The harness's first bundle
+    takes the adapters (``tokenizers.load_tokenizer_preloaded``) instead of loading
+    them itself, on the critical path of every build (0.07 s for T5).
+    """
+    try:
+        with open(os.path.join(directory, PRELOAD), encoding="utf-8") as f:
+            wanted = [tuple(p) for p in json.load(f)]
+    except (OSError, ValueError):
+        return
+    from .tokenizers import preload
+
+    def load():
+        for kind, path in wanted:
+            preload(kind, path)
+
+    threading.Thread(target=load, name="warm-workers-preload", daemon=True).start()
 
 
 def _import_worker_modules() -> None:

@@ -218,15 +218,19 @@ def test_default_build_on_warm_workers_gives_identical_bytes(corpus, monkeypatch
 
     root, job, base = corpus
     monkeypatch.setattr(warm_workers, "MULTI_PROCESS_MIN_BYTES", 1)
-    pools = []
+    pools, preloads = [], []
     real_start = warm_workers.start
-    monkeypatch.setattr(warm_workers, "start", lambda n: pools.append(real_start(n)) or pools[-1])
+    monkeypatch.setattr(warm_workers, "start",
+                        lambda n, preload=(): preloads.append(preload) or pools.append(real_start(n, preload))
+                        or pools[-1])
     other = _build_elsewhere(root, job, "warm_default", build_batch=[4], block_size=1024)
     _assert_same(base, other)
     info = json.loads(Path(other[0], "build_info.json").read_text())
     assert info["direct_running_mode"] == "multi_processing"
     assert info["direct_num_workers"] == os.cpu_count() == info["warm_workers"]
     (pool,) = pools
+    # The workers loaded the build's tokenizer while they waited (tokenizers.preload).
+    assert [list(p) for p in preloads] == [[(SP, job["tokenizer_files"][0])]]
     _wait_gone(pool.processes)
     assert all(p.returncode == 0 for p in pool.processes)   # each ran one harness, none was stopped
     assert not os.path.exists(pool.directory)
@@ -371,7 +375,7 @@ def test_failed_build_on_warm_workers_reports_the_spec_error(tmp_path, monkeypat
     monkeypatch.setattr(warm_workers, "MULTI_PROCESS_MIN_BYTES", 1)
     pools = []
     real_start = warm_workers.start
-    monkeypatch.setattr(warm_workers, "start", lambda n: pools.append(real_start(n)) or pools[-1])
+    monkeypatch.setattr(warm_workers, "start", lambda *a: pools.append(real_start(*a)) or pools[-1])
     rows = [{"t": f"sample {i} " * (i % 7 + 1)} for i in range(300)]
     rows.insert(217, '{"t": "unterminated')
     f = write_jsonl(tmp_path / "in.jsonl", rows)
