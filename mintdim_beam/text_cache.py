@@ -27,9 +27,9 @@ from .shard_format import ragged_gather_index
 
 
 class TextCache:
-    MAX_SEEN = 1 << 17         # string hashes remembered (~10 MiB)
-    MAX_TOKENS = 1 << 20       # ids kept (8 MiB); when full, the kept ids start over
-    MAX_TEXT_TOKENS = 1 << 14  # a longer value is not kept
+    MAX_SEEN = 1 << 16         # string hashes remembered (~5 MiB)
+    MAX_TOKENS = 1 << 19       # ids kept (2 MiB as int32); when full, they start over
+    MAX_TEXT_TOKENS = 1 << 13  # a longer value is not kept
     WINDOW = 1 << 16           # texts between looks at the share of recurring ones
     MIN_AGAIN = 0.02           # below this share in a window, rest ...
     REST_WINDOWS = 4           # ... for this many windows (then look again)
@@ -38,7 +38,7 @@ class TextCache:
         self._lock = threading.Lock()
         self._seen: set = set()
         self._entries: dict = {}                # text -> (offset, length) in self._ids
-        self._ids = np.zeros(0, np.int64)
+        self._ids = np.zeros(0, np.int32)   # vocabularies are far below 2^31
         self._used = 0
         self._window = self._again = 0
         self._resting = 0
@@ -101,6 +101,8 @@ class TextCache:
 
     def _keep(self, texts, keys, again: set, flat, lengths, order) -> None:
         """Keep the ids of the texts seen before (their second occurrence)."""
+        if len(flat) and int(flat.max()) > np.iinfo(np.int32).max:
+            return   # ids the int32 store cannot hold (no real vocabulary has them)
         starts = np.cumsum(lengths) - lengths
         with self._lock:
             for i in order:
@@ -111,13 +113,13 @@ class TextCache:
                     continue
                 if self._used + length > len(self._ids):
                     if len(self._ids) < self.MAX_TOKENS:
-                        grown = np.zeros(min(self.MAX_TOKENS, max(2 * len(self._ids), 1 << 14, length)), np.int64)
+                        grown = np.zeros(min(self.MAX_TOKENS, max(2 * len(self._ids), 1 << 14, length)), np.int32)
                         grown[:self._used] = self._ids[:self._used]
                         self._ids = grown
                     if self._used + length > len(self._ids):
                         # Full: start over in a new array (a thread splicing from the old
                         # one keeps its reference to it).
-                        self._ids = np.zeros(self.MAX_TOKENS, np.int64)
+                        self._ids = np.zeros(self.MAX_TOKENS, np.int32)
                         self._entries = {}
                         self._used = 0
                 start = int(starts[i])
