@@ -31,7 +31,7 @@ from .config import FileSpec, Policies
 from .shard_format import layout_units
 from .template import FieldTypeError, render_value
 from .tokenizers import Tokenizer
-from .text_cache import TextCache
+from .text_cache import Rest, TextCache
 
 # Sample status codes kept per sample in BlockResult.status.
 OK = 0            # written to a declared unit
@@ -189,16 +189,12 @@ class _RepeatCache:
 
     MAX_SEEN = 1 << 16        # digests remembered (~6 MiB)
     MAX_BYTES = 8 << 20       # results kept: a few thousand records of usual widths
-    WINDOW = 1 << 16          # samples between looks at the hit rate
-    MIN_REPEATS = 0.02        # below this share of repeats in a window, rest ...
-    REST_WINDOWS = 4          # ... for this many windows (then look again)
 
     def __init__(self):
         self.seen: set = set()
         self.entries: dict = {}
         self.nbytes = 0
-        self.window = self.repeated = 0
-        self.resting = 0
+        self.rest = Rest()        # windows of 2^16 samples; rest below 2% repeats
 
     def split(self, positions: list, values: list, hashes: list) -> tuple:
         """``(fresh, fresh_values, repeats, store)`` of a slice's rendered samples.
@@ -206,20 +202,15 @@ class _RepeatCache:
         On data that hardly repeats, the bookkeeping costs more than it saves, so the
         cache rests for a while after a window with fewer than 2% repeats.
         """
-        self.window += len(positions)
-        if self.window >= self.WINDOW:
-            if self.resting:
-                self.resting -= 1
-            elif self.repeated < self.MIN_REPEATS * self.window:
-                self.resting = self.REST_WINDOWS
-                self.seen.clear()
-            self.window = self.repeated = 0
-        if self.resting:
+        resting, started = self.rest.count(len(positions))
+        if started:
+            self.seen.clear()
+        if resting:
             return positions, values, [], set()
         digests = [hashes[p] for p in positions]
         found = list(map(self.entries.get, digests)) if self.entries else None
         again = self.seen.intersection(digests)
-        self.repeated += len(again)
+        self.rest.again += len(again)
         if len(self.seen) > self.MAX_SEEN:
             self.seen.clear()
         self.seen.update(digests)

@@ -26,13 +26,34 @@ import numpy as np
 from .shard_format import ragged_gather_index
 
 
+class Rest:
+    """When a cache rests: on data that hardly repeats, its bookkeeping costs more than
+    it saves, so after a window of ``window`` items of which fewer than ``min_share``
+    had been seen before, it rests for ``windows`` windows, then looks again. Shared by
+    this cache and the sample cache of ``records``."""
+
+    def __init__(self, window: int = 1 << 16, min_share: float = 0.02, windows: int = 4):
+        self.window, self.min_share, self.windows = window, min_share, windows
+        self.items = self.again = self.left = 0
+
+    def count(self, n: int) -> tuple:
+        """Count ``n`` items into the window: ``(resting, just started resting)``.
+        The caller adds the items seen before to :attr:`again`."""
+        self.items += n
+        started = False
+        if self.items >= self.window:
+            if self.left:
+                self.left -= 1
+            elif self.again < self.min_share * self.items:
+                self.left, started = self.windows, True
+            self.items = self.again = 0
+        return bool(self.left), started
+
+
 class TextCache:
     MAX_SEEN = 1 << 16         # string hashes remembered (~5 MiB)
     MAX_TOKENS = 1 << 19       # ids kept (2 MiB as int32); when full, they start over
     MAX_TEXT_TOKENS = 1 << 13  # a longer value is not kept
-    WINDOW = 1 << 16           # texts between looks at the share of recurring ones
-    MIN_AGAIN = 0.02           # below this share in a window, rest ...
-    REST_WINDOWS = 4           # ... for this many windows (then look again)
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -40,22 +61,24 @@ class TextCache:
         self._entries: dict = {}                # text -> (offset, length) in self._ids
         self._ids = np.zeros(0, np.int32)   # vocabularies are far below 2^31
         self._used = 0
-        self._window = self._again = 0
-        self._resting = 0
+        self._rest = Rest()
         self.hits = 0                           # texts served from the cache (for tests)
 
     def encode(self, texts: list, encode: Callable) -> tuple:
         """``encode(texts)`` (``(flat ids, lengths)``), asking ``encode`` only for the
         texts not kept, then splicing the kept ids in at their places."""
         with self._lock:
-            if self._rest(len(texts)):
+            resting, started = self._rest.count(len(texts))
+            if started:
+                self._seen.clear()
+            if resting:
                 found = None
                 again: set = set()
             else:
                 found = list(map(self._entries.get, texts)) if self._entries else None
                 keys = list(map(hash, texts))
                 again = self._seen.intersection(keys)
-                self._again += len(again)
+                self._rest.again += len(again)
                 if len(self._seen) > self.MAX_SEEN:
                     self._seen.clear()
                 self._seen.update(keys)
@@ -86,18 +109,6 @@ class TextCache:
                 self._keep([texts[i] for i in miss], [keys[i] for i in miss], again, flat_m, len_m,
                            range(len(miss)))
         return flat, lengths
-
-    def _rest(self, n: int) -> bool:
-        """Count ``n`` texts into the window; whether the cache rests for them."""
-        self._window += n
-        if self._window >= self.WINDOW:
-            if self._resting:
-                self._resting -= 1
-            elif self._again < self.MIN_AGAIN * self._window:
-                self._resting = self.REST_WINDOWS
-                self._seen.clear()
-            self._window = self._again = 0
-        return bool(self._resting)
 
     def _keep(self, texts, keys, again: set, flat, lengths, order) -> None:
         """Keep the ids of the texts seen before (their second occurrence)."""

@@ -39,6 +39,23 @@ def _encoder(tmp_path, on_bad_record: str, threads: int):
     return config, records.BlockEncoder(spec, tok, config.policies, encode_threads=threads)
 
 
+def fresh_encoders(tmp_path, path: str, fields: list, template: str, on_overflow: str):
+    """``(config, encoder)`` for ``path``: 1 KiB blocks, units 8/16/32, ``build_batch``
+    4; ``encoder()`` makes a new ``BlockEncoder`` (own tokenizer, two encode threads)."""
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[fields], templates=[template])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[4])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
+              .config(on_overflow=on_overflow, block_size=1024))
+    spec = config.files[0]
+    with open(TOKENIZER, "rb") as f:
+        data = f.read()
+
+    def encoder():
+        return records.BlockEncoder(spec, load_tokenizer(spec.tokenizer.kind, TOKENIZER, data, threads=1),
+                                    config.policies, encode_threads=2)
+    return config, encoder
+
+
 def _same(a: records.BlockResult, b: records.BlockResult) -> None:
     for f in dataclasses.fields(records.BlockResult):
         x, y = getattr(a, f.name), getattr(b, f.name)
@@ -95,18 +112,7 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
     ]
     rows = [dict(r) for _ in range(24) for r in base]
     path = write_jsonl(tmp_path / "repeats.jsonl", rows)
-    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=["{q}{a}"])
-              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[4])
-              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
-              .config(on_overflow=on_overflow, block_size=1024))
-    spec = config.files[0]
-    with open(TOKENIZER, "rb") as f:
-        data = f.read()
-
-    def encoder():
-        return records.BlockEncoder(spec, load_tokenizer(spec.tokenizer.kind, TOKENIZER, data, threads=1),
-                                    config.policies, encode_threads=2)
-
+    config, encoder = fresh_encoders(tmp_path, path, ["q", "a"], "{q}{a}", on_overflow)
     refs = plan_blocks(config)
     assert len(refs) > 4
     shared = encoder()
@@ -129,7 +135,7 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
 
 def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
     cache = records._RepeatCache()
-    monkeypatch.setattr(cache, "WINDOW", 100)
+    cache.rest.window = 100
     digest = lambda i: i.to_bytes(32, "big")                      # noqa: E731
     values = [("x",)] * 50
 
@@ -140,14 +146,14 @@ def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
     slice_of(range(0, 50))
     slice_of(range(50, 100))
     fresh, _, repeats, store = slice_of(range(100, 150))          # window 1: no repeats
-    assert cache.resting == cache.REST_WINDOWS and not store and not cache.seen
+    assert cache.rest.left == cache.rest.windows and not store and not cache.seen
     calls = 0
     while True:
         out = slice_of(range(0, 50))
-        if not cache.resting:
+        if not cache.rest.left:
             break                                                 # this slice woke it up
         assert out[2:] == ([], set()) and not cache.seen          # resting: nothing tracked
         calls += 1
-    assert calls == 2 * cache.REST_WINDOWS - 2                    # REST_WINDOWS windows of 100
+    assert calls == 2 * cache.rest.windows - 2                    # that many windows of 100
     assert cache.seen == {digest(i) for i in range(50)}           # awake again: seen ...
     assert slice_of(range(0, 50))[3] == set(range(50))            # ... a second time: store

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA, write_jsonl
-from mintdim_beam import pipeline, records
+from mintdim_beam import records
 from mintdim_beam.blocks import plan_blocks, read_block_lines
 from mintdim_beam.text_cache import TextCache
 from mintdim_beam.tokenizers import load_tokenizer
-from test_records import _same
+from test_records import _same, fresh_encoders
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
 
@@ -85,14 +85,14 @@ def test_kept_ids_start_over_when_full(tok, monkeypatch):
     assert "word " * 60 not in cache._entries          # over MAX_TEXT_TOKENS: never kept
 
 
-def test_cache_rests_on_values_that_do_not_recur(tok, monkeypatch):
-    monkeypatch.setattr(TextCache, "WINDOW", 50)
+def test_cache_rests_on_values_that_do_not_recur(tok):
     cache = TextCache()
+    cache._rest.window = 50
     encode, asked = _counting(tok)
     unique = [[f"value {i} {j}" for j in range(10)] for i in range(10)]
     for texts in unique:
         cache.encode(texts, encode)
-    assert cache._resting and not cache._seen                     # no value recurred: rest
+    assert cache._rest.left and not cache._seen                     # no value recurred: rest
     asked.clear()
     texts = ["again"] * 10
     for _ in range(3):
@@ -133,19 +133,7 @@ def test_block_results_with_recurring_values_equal_a_fresh_encoders(tmp_path, mo
     rows = [{"q": questions[i % 3], "a": answers[(i // 3) % 4] + ("" if i % 5 else f" {i}"), "n": str(i)}
             for i in range(240)]
     path = write_jsonl(tmp_path / "values.jsonl", rows)
-    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a", "n"]],
-                                                  templates=["{q}\n{a}\n{n}"])
-              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[4])
-              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
-              .config(on_overflow=on_overflow, block_size=1024))
-    spec = config.files[0]
-    with open(TOKENIZER, "rb") as f:
-        data = f.read()
-
-    def encoder():
-        return records.BlockEncoder(spec, load_tokenizer(spec.tokenizer.kind, TOKENIZER, data, threads=1),
-                                    config.policies, encode_threads=2)
-
+    config, encoder = fresh_encoders(tmp_path, path, ["q", "a", "n"], "{q}\n{a}\n{n}", on_overflow)
     shared = encoder()
     asked = []
     encode = shared.tok.encode_batch
