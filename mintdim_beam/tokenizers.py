@@ -25,6 +25,8 @@ import numpy as np
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
 from .sp_unk import unk_runs
 
+_UNSET = object()
+
 SENTENCEPIECE = "sentencepiece"
 HF_JSON = "hf_json"
 
@@ -86,6 +88,9 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         flat, _ = self.encode_batch([text])
         return flat.tolist()
+
+    def prepare(self) -> None:
+        """Do now the set-up an adapter would otherwise do on first use."""
 
     def unk_substrings(self, text: str) -> list[str]:
         """The exact substrings of ``text`` behind each UNK token, in token order."""
@@ -152,7 +157,29 @@ class SentencePieceTokenizer(Tokenizer):
         self._buffer_batch = _buffer_batch(self._sp)
         self._local = threading.local()
         self._pool_class = getattr(spm, "ThreadPool", None)
-        self._unk_runs = unk_runs(self._sp, data, self._proto_unk_substrings)
+        self._data, self._runs, self._runs_lock = data, _UNSET, threading.Lock()
+
+    @property
+    def _unk_runs(self):
+        """``sp_unk.unk_runs`` for this model (None: UNK substrings come from the protos).
+
+        Set up on first use (two thirds of loading a 32k model): the launcher loads
+        the model to check the template and rarely needs it; workers call
+        :meth:`prepare`.
+        """
+        if self._runs is _UNSET:
+            with self._runs_lock:
+                if self._runs is _UNSET:
+                    self._runs = unk_runs(self._sp, self._data, self._proto_unk_substrings)
+                    self._data = None
+        return self._runs
+
+    @_unk_runs.setter
+    def _unk_runs(self, runs) -> None:
+        self._runs = runs
+
+    def prepare(self) -> None:
+        self._unk_runs  # noqa: B018 - set up now, not in the first encode call
 
     def _thread_pool(self):
         """A one-thread SentencePiece pool per calling thread, kept across calls.
@@ -352,7 +379,9 @@ def preload(kind: str, path: str, threads: int = 1, word_encoder: bool = True) -
     try:
         with open(path, "rb") as f:
             data = f.read()
-        future.set_result((data, load_tokenizer(kind, path, data, threads=threads, word_encoder=word_encoder)))
+        adapter = load_tokenizer(kind, path, data, threads=threads, word_encoder=word_encoder)
+        adapter.prepare()
+        future.set_result((data, adapter))
     except BaseException:  # noqa: BLE001 - the build's own load reports it
         future.set_result(None)
 

@@ -15,7 +15,7 @@ import random
 import pytest
 import sentencepiece as spm
 
-from mintdim_beam import sp_unk
+from mintdim_beam import sp_unk, tokenizers
 from mintdim_beam.tokenizers import SentencePieceTokenizer
 
 # Characters that decide runs and offsets: unknown to the small models (CJK, Thai,
@@ -182,6 +182,9 @@ def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls)
         data = f.read()
     assert sp_unk.model_facts(data)[2] in sp_unk.BUILTIN_NORMALIZERS
     adapter = SentencePieceTokenizer("sp_unigram.model", data)
+    assert adapter._runs is tokenizers._UNSET      # set up on first use (or prepare) ...
+    adapter.prepare()
+    assert adapter._runs is not None and adapter._data is None   # ... then the bytes go
     plain = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}"]
     changed = ["a  {b}", " {b}", "{b}\n", "ｆ{b}", "a\u3000{b}", "e\u0301{b}"]
     for text in plain + changed:
