@@ -246,6 +246,7 @@ def _copy(src, out, start: int, length: int) -> int:
         if len(data) != length - done:
             raise EOFError(f"{src.name}: {start + length} bytes expected, {start + done + len(data)} found")
         out.write(data)
+        out.flush()   # the next range may go through the descriptor again
         done = length
     return done
 
