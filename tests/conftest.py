@@ -78,6 +78,17 @@ def realdata() -> Path:
 # --------------------------------------------------------------------------- writing inputs
 
 
+def run_in_threads(work, count: int) -> None:
+    """``work(k)`` for ``k < count``, each on its own thread, all at once; waits for all."""
+    import threading
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def write_jsonl(path, rows_or_raw_lines, *, newline="\n", final_newline=True, bom=False) -> str:
     """Write a JSONL file and return its path as ``str``.
 

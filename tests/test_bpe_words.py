@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import unicodedata
 from itertools import chain
 
@@ -20,6 +19,7 @@ import pytest
 from tokenizers import Tokenizer
 from tokenizers.pre_tokenizers import ByteLevel
 
+from conftest import run_in_threads
 from mintdim_beam import bpe_words
 from mintdim_beam._unicode14 import ASSIGNED
 from mintdim_beam.bpe_words import BYTE_TABLE, GPT2_PATTERN, ByteLevelWords
@@ -148,11 +148,7 @@ def test_threads_share_one_encoder(testdata, monkeypatch):
             if not (np.array_equal(flat, wanted[k][0]) and np.array_equal(lengths, wanted[k][1])):
                 failures.append(k)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 8)
     assert failures == []
 
 

@@ -4,12 +4,11 @@ tokenizer calls, bounded memory, and rest on data whose values do not recur."""
 from __future__ import annotations
 
 import random
-import threading
 
 import numpy as np
 import pytest
 
-from conftest import TESTDATA, write_jsonl
+from conftest import TESTDATA, run_in_threads, write_jsonl
 from mintdim_beam import records
 from mintdim_beam.blocks import plan_blocks, read_block_lines
 from mintdim_beam.text_cache import TextCache
@@ -113,11 +112,7 @@ def test_threads_share_the_cache_exactly(tok):
             if not (np.array_equal(flat, want_flat) and np.array_equal(lengths, want_lengths)):
                 failures.append(texts)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not failures and cache.hits > 0
 
 
