@@ -509,8 +509,7 @@ class _FinalizeFn(_StorageDoFn):
     """Publish every output (or mark the build failed) from the plan and all results."""
 
     def __init__(self, config: BuildConfig, build_info: dict, input_digests: Optional[dict],
-                 filesystem_options: Optional[dict], shared: Optional[Shared] = None,
-                 word_encoder: bool = True):
+                 filesystem_options: Optional[dict], shared: Shared, word_encoder: bool = True):
         super().__init__(filesystem_options)
         self._config = config
         self._build_info = build_info
@@ -542,12 +541,10 @@ class _FinalizeFn(_StorageDoFn):
                 "bytes": sum(d.size for d in found[DIGEST].values()),
                 "seconds_max": max((d.seconds for d in found[DIGEST].values()), default=0.0),
             }
-        tokenizers = None
-        if self._shared is not None:
-            # The adapters the write stage loaded in this process, if it ran here (the
-            # manifest needs a tokenizer's facts, not a fresh copy of it).
-            config, words = self._config, self._word_encoder
-            tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
+        # The adapters the write stage loaded in this process, if it ran here (the
+        # manifest needs a tokenizer's facts, not a fresh copy of it).
+        config, words = self._config, self._word_encoder
+        tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
         yield from finalize(
             self._config, plan,
             [found[SHARD][k] for k in sorted(found[SHARD])],
