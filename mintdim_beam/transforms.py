@@ -65,6 +65,8 @@ DUPLICATE_TASK_SAMPLES = 1 << 18   # content hashes one FindDuplicates task hold
 #: Duplicate group members rendered per write chunk of a duplicate task's file.
 DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
+#: An extended unit's shard is written in chunks of about this many bytes.
+EXTENDED_CHUNK_BYTES = 8 << 20
 
 # One row of a block's hash spill: sorted by digest, 48 bytes.
 HASH_ROW = np.dtype([("digest", "u1", (32,)), ("sample_id", "<i8"), ("line", "<i8")])
@@ -476,22 +478,32 @@ class _WriteOutputsFn(_StorageDoFn):
                  p.start * record_bytes, p.count * record_bytes)
                 for p in task.pieces])
         else:
-            size = storage.write_bytes(staged, [self._extended_records(out, tok, task, n)])
+            size = storage.write_bytes(staged, self._extended_records(out, tok, task, n))
         self._shards.inc()
         return ShardResult(task.output, task.unit, task.shard, task.n_records, size)
 
-    def _extended_records(self, out, tok, task: ShardTask, n: int) -> bytes:
-        """Records of an extended unit: few, long samples, each one contiguous run of
-        tokens in its block's overflow spill, so each is one slice copy."""
+    def _extended_records(self, out, tok, task: ShardTask, n: int):
+        """Records of an extended unit, as chunks of at most ``EXTENDED_CHUNK_BYTES``
+        (or one record): few, long samples, each one contiguous run of tokens in its
+        block's overflow spill, so each is one slice copy.
+
+        Chunked because an extended unit can be wide (a 1 MB line is a unit of 800k
+        tokens) and a shard holds every sample that needs it: built whole, a shard of a
+        4x larger corpus held 4x the memory (two copies) at once.
+        """
         lengths = np.array([m[2].lengths for m in task.overflow], dtype=np.int64).reshape(-1, n)
-        records = np.full((len(lengths), record_slots(n, task.unit)), tok.pad_id, tok.storage.numpy_dtype)
-        records[:, 0] = tok.storage.magic
-        records[:, 1:1 + n] = lengths
-        for r, (file, block, ovf) in enumerate(task.overflow):
-            path = storage.join(layout.block_dir(out.path, file, block), "overflow.bin")
-            data = np.frombuffer(storage.read_range(path, ovf.token_offset * 8, ovf.token_count * 8), "<i8")
-            records[r, 1 + n:1 + n + len(data)] = data
-        return records.tobytes()
+        slots = record_slots(n, task.unit)
+        per_chunk = max(1, EXTENDED_CHUNK_BYTES // (slots * tok.storage.bytes_per_token))
+        for first in range(0, len(lengths), per_chunk):
+            rows = lengths[first:first + per_chunk]
+            records = np.full((len(rows), slots), tok.pad_id, tok.storage.numpy_dtype)
+            records[:, 0] = tok.storage.magic
+            records[:, 1:1 + n] = rows
+            for r, (file, block, ovf) in enumerate(task.overflow[first:first + per_chunk]):
+                path = storage.join(layout.block_dir(out.path, file, block), "overflow.bin")
+                data = np.frombuffer(storage.read_range(path, ovf.token_offset * 8, ovf.token_count * 8), "<i8")
+                records[r, 1 + n:1 + n + len(data)] = data
+            yield records.tobytes()
 
 
 class _HashInputFn(_StorageDoFn):

@@ -394,6 +394,37 @@ def test_overflow_extend_adds_units_in_sample_order(tmp_path, tok, wordlevel):
     assert not list((tmp_path / "out").glob("unit_*/EMPTY_UNIT.md"))
 
 
+def test_extended_unit_shards_are_written_in_chunks(tmp_path, wordlevel, monkeypatch):
+    """An extended unit's shard is assembled a few records at a time (a wide unit times
+    many samples would otherwise be held whole); the bytes are the reference's."""
+    from mintdim_beam import storage, transforms
+
+    chunks = {}
+    real_write = storage.write_bytes
+
+    def counting_write(path, data):
+        if os.path.basename(os.path.dirname(path)).startswith("unit_"):   # a shard
+            data = [data] if isinstance(data, (bytes, bytearray, memoryview)) else list(data)
+            chunks[os.path.basename(os.path.dirname(path))] = len(data)
+        return real_write(path, data)
+
+    monkeypatch.setattr(storage, "write_bytes", counting_write)
+    # two records of unit 10 per chunk: uint16 tokens, the magic and one length per record
+    monkeypatch.setattr(transforms, "EXTENDED_CHUNK_BYTES", 2 * (1 + 1 + 10) * 2)
+    counts = [10, 3, 9, 10, 1, 8, 10, 12, 6]
+    f = write_jsonl(tmp_path / "one.jsonl", [{"text": words(n)} for n in counts])
+    result = build_and_compare(
+        tmp_path, files=[f], fields=[["text"]], templates=["{text}"], tokenizer_kind=HF,
+        tokenizer_files=[wordlevel], sizes=[[2, 4]], samples_per_shard=[8], output_dirs="out",
+        on_overflow="extend")
+    out = OutputDir(result.outputs[0].path)
+    assert out.histogram == {"2": 1, "4": 1, "10": 6, "12": 1}
+    # 6 records of unit 10, two per chunk (declared units' shards are copied ranges)
+    assert {u: chunks[u] for u in ("unit_10", "unit_12")} == {"unit_10": 3, "unit_12": 1}
+    check_decoded(out, DirectTokenizer(HF, wordlevel), "{text}",
+                  {i: {"text": words(n)} for i, n in enumerate(counts)})
+
+
 # =========================================================================== bad records
 
 
