@@ -4,8 +4,10 @@ Standard library only, run as ``python -I warm_shim.py POOL_DIR``, so it starts 
 tens of milliseconds. It claims one waiting warm process (an atomic rename of its
 socket), sends it this process's environment, which carries the runner's endpoints, and
 exits with the status the worker reports. With no warm process to claim, or when the
-hand-over fails before the worker has received the environment, it becomes Beam's own
-worker (``exec``), exactly what the runner would have started.
+hand-over fails before the warm process has said its harness is starting (``STARTED``;
+it may have died or given up), it becomes Beam's own worker (``exec``), exactly what
+the runner would have started: the runner waits for a worker to connect, so a worker
+that never starts would stall the build for good.
 """
 
 import json
@@ -14,6 +16,7 @@ import socket
 import sys
 
 CLAIMED = ".claimed"
+STARTED = b"+"   # warm_workers.STARTED
 
 
 def _claim(directory):
@@ -39,10 +42,14 @@ def _claim(directory):
     return None
 
 
+def _beam_worker():
+    os.execv(sys.executable, [sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"])
+
+
 def main():
     conn = _claim(sys.argv[1]) if len(sys.argv) > 1 else None
     if conn is None:
-        os.execv(sys.executable, [sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"])
+        _beam_worker()
     status = b""
     while True:
         try:
@@ -52,8 +59,11 @@ def main():
         if not chunk:
             break
         status += chunk
+    conn.close()
+    if not status.startswith(STARTED):
+        _beam_worker()   # no harness ran: the runner still waits for its worker
     try:
-        return int(status.decode("ascii"))
+        return int(status[len(STARTED):].decode("ascii"))
     except ValueError:
         return 1   # the warm worker died without reporting
 

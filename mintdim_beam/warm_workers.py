@@ -47,6 +47,10 @@ MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
 LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
 #: Claimed sockets are renamed with this suffix (the claim is the atomic rename).
 CLAIMED = ".claimed"
+#: Sent to the shim just before the harness starts (then the exit status follows). A
+#: shim that reads end of file without it knows no harness ran, and starts Beam's own
+#: worker: the runner waits for a worker to connect and would otherwise wait forever.
+STARTED = b"+"
 #: How often a waiting warm process checks that its launcher is still alive.
 POLL_SECONDS = 0.2
 # Not ``-m mintdim_beam.warm_workers``: the package imports this module itself.
@@ -357,6 +361,10 @@ def _serve(server: socket.socket, path: str, alive_fd: int) -> int:
     os.environ.update(env)
     from apache_beam.runners.worker import sdk_worker_main
 
+    try:
+        conn.sendall(STARTED)   # from here on, this process is the runner's worker
+    except OSError:
+        return 1
     code = 0
     try:
         sdk_worker_main.main([])

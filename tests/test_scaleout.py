@@ -418,3 +418,56 @@ def test_warm_workers_limit_malloc_arenas_unless_told_otherwise(monkeypatch, pre
             assert values == [(preset or warm_workers.MALLOC_ARENAS).encode()]
     finally:
         pool.close(wait=True)
+
+
+def test_a_warm_worker_that_never_starts_its_harness_is_replaced_by_beams(corpus, tmp_path):
+    """The runner waits for its worker to connect. A claimed warm process that dies or
+    gives up before its harness starts (it never says ``STARTED``) must not stall the
+    build: the shim then runs Beam's own worker, and the bytes are the same."""
+    import socket
+    import threading
+
+    from mintdim_beam import launcher, warm_workers
+
+    from conftest import quiet
+
+    root, job, base = corpus
+    directory = tmp_path / "pool"
+    directory.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(directory / "w0.sock"))
+    server.listen(1)
+    received = []
+
+    def give_up():   # a warm process that takes the claim, reads the environment, leaves
+        conn, _ = server.accept()
+        received.append(warm_workers._read_env(conn))
+        conn.close()
+
+    threading.Thread(target=give_up, daemon=True).start()
+
+    class OnePool:
+        size = 1
+
+        def command(self):
+            return warm_workers.WarmPool.command(self)
+
+        def close(self, wait=False):
+            server.close()
+
+    pool = OnePool()
+    pool.directory = str(directory)
+    outputs = [str(root / "gave_up" / "instructions"), str(root / "gave_up" / "chat")]
+    config = _declared(job, outputs).config(on_overflow="extend", on_template_unk="continue",
+                                            on_bad_record="skip", block_size=2048)
+    done = []
+    build = threading.Thread(target=lambda: done.append(launcher.launch(
+        config, options=["--direct_running_mode=multi_processing", "--direct_num_workers=1"],
+        echo=quiet, warm_pool=pool)), daemon=True)
+    build.start()
+    build.join(timeout=300)
+    assert done, "the build stalled waiting for a worker"
+    assert ["CONTROL_API_SERVICE_DESCRIPTOR" in env for env in received] == [True]   # it was claimed
+    assert (directory / "w0.sock.claimed").exists()
+    _assert_same(base, outputs)
+    assert json.loads(Path(outputs[0], "build_info.json").read_text())["warm_workers"] == 1
