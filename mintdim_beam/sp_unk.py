@@ -13,9 +13,9 @@ an unknown character, so the path's UNK tokens are, in order, exactly the maxima
 of unknown characters of the *normalized* text. Their source substrings come from the
 normalizer's own offsets (normalized character -> source character), the same mapping
 the protos' offsets are made from. A normalize call is a fraction of an encode, and
-the runs are one regular-expression split. A text the normalizer changed only by
-escaping spaces needs no offsets at all (sentencepiece refuses rules that map a string
-to itself, so unchanged text was copied character by character).
+the runs are one regular-expression split. A text the normalizer changed only in its
+whitespace needs no offsets at all (sentencepiece refuses rules that map a string to
+itself, so the rest was copied character by character).
 
 :func:`unk_runs` checks the model's type and that property once, and the runs finder
 checks itself against the protos on a probe text; per text, a run count that differs
@@ -38,6 +38,8 @@ UNIGRAM = 1
 BUILTIN_NORMALIZERS = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
 
 _PROBE = "Hello {world} ^^ — naïve café 你好, xin chào thế giới \u3000ｆｕｌｌ  end\u200b.\n~`|<>"
+#: Texts whose only change is whitespace, with UNK runs at its edges.
+_WHITESPACE_PROBES = ("a{\n\n}b", "  {a", "x {\t\n }y~", "{ ", "a\u3000{\u3000}\xa0", "q{\r\n}z <\t>")
 
 
 def model_facts(data: bytes) -> tuple[int, bool, str]:
@@ -133,37 +135,53 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     split = re.compile("(" + unknown_class + ")").split
     findall = re.compile(unknown_class).findall
     normalize = sp.normalize
-    # The aligned path: a text the normalizer changed only by escaping its spaces (and
-    # the dummy prefix) has source offsets that follow positions, so each run *is* its
-    # source substring and no offsets are needed (a third of the cost). That holds when
-    # no rule matched: a rule that leaves its match unchanged would only move offsets,
-    # and the built-in normalizers have none. "▁" must be known so that no run holds
-    # an escaped space.
+    # The aligned path: a text the normalizer changed only in its whitespace (escaped
+    # as "▁", runs of it collapsed to one, leading and trailing whitespace dropped, the
+    # dummy prefix added) needs no offsets, because no run holds whitespace: each run
+    # *is* its source substring. (A kept "▁" stands at its whitespace run's first
+    # character, and trailing whitespace belongs to no piece; the probes below check
+    # both against the protos.) That holds when no other rule matched: a rule that left
+    # its match unchanged would only move offsets, and the built-in normalizers have
+    # none. "▁" must be known so that no run holds an escaped space.
     aligned = normalizer in BUILTIN_NORMALIZERS and "\u2581" in known
 
-    def runs(text: str) -> list:
-        if aligned and "\n" not in text and "  " not in text and text[:1] != " " and text[-1:] != " ":
-            normalized = normalize(text)
-            escaped = text.replace(" ", "\u2581")
-            if normalized == escaped or normalized == "\u2581" + escaped:
-                return findall(normalized)
-        normalized, offsets = normalize(text, with_offsets=True)
-        parts = split(normalized)       # known, unknown, known, ..., known
-        if len(parts) == 1:
-            return []
-        ends = list(accumulate(map(len, parts)))
-        return [text[offsets[ends[i - 1]]:offsets[ends[i]]] for i in range(1, len(parts), 2)]
+    def make_runs(collapsed: bool):
+        def runs(text: str) -> list:
+            # Most texts have single spaces only: escaping them is all the check needs.
+            simple = "\n" not in text and "  " not in text and text[:1] != " " and text[-1:] != " "
+            if aligned and (simple or collapsed):
+                normalized = normalize(text)
+                if simple:
+                    plain = text.replace(" ", "\u2581")
+                    if normalized == plain or normalized == "\u2581" + plain:
+                        return findall(normalized)
+                if collapsed:
+                    plain = "\u2581".join(text.split())
+                    if normalized == plain or normalized == "\u2581" + plain:
+                        return findall(normalized)
+            normalized, offsets = normalize(text, with_offsets=True)
+            parts = split(normalized)       # known, unknown, known, ..., known
+            if len(parts) == 1:
+                return []
+            ends = list(accumulate(map(len, parts)))
+            return [text[offsets[ends[i - 1]]:offsets[ends[i]]] for i in range(1, len(parts), 2)]
 
+        return runs
+
+    probes = (_PROBE, "".join(sorted(known))[:200] + _PROBE, "x", *_WHITESPACE_PROBES)
     try:
         unk_id = sp.unk_id()
-        for probe in (_PROBE, "".join(sorted(known))[:200] + _PROBE, "x"):
+        wanted = []
+        for probe in probes:
             ids = sp.encode(probe)
-            want = proto_substrings([probe], [[k for k, t in enumerate(ids) if t == unk_id]])
-            if runs(probe) != want:
-                return None
+            wanted.append(proto_substrings([probe], [[k for k, t in enumerate(ids) if t == unk_id]]))
+        # Whitespace collapsed without offsets if the probes agree, else only spaces.
+        for runs in (make_runs(True), make_runs(False)):
+            if [runs(probe) for probe in probes] == wanted:
+                return runs
     except (TypeError, ValueError, RuntimeError):   # no normalize offsets in this release
         return None
-    return runs
+    return None
 
 
 def _char_class(chars) -> str:

@@ -175,9 +175,9 @@ def normalize_calls(monkeypatch):
 
 
 def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls):
-    """The aligned path: a text changed only by space escaping (and the dummy prefix)
-    takes its runs straight from the normalized text; any other text asks for offsets.
-    Both agree with the protos."""
+    """The aligned path: a text changed only in its whitespace (escaped, collapsed,
+    stripped, the dummy prefix added) takes its runs straight from the normalized text;
+    any other text asks for offsets. Both agree with the protos."""
     with open(tok("sp_unigram.model"), "rb") as f:
         data = f.read()
     assert sp_unk.model_facts(data)[2] in sp_unk.BUILTIN_NORMALIZERS
@@ -185,8 +185,9 @@ def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls)
     assert adapter._runs is tokenizers._UNSET      # set up on first use (or prepare) ...
     adapter.prepare()
     assert adapter._runs is not None and adapter._data is None   # ... then the bytes go
-    plain = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}"]
-    changed = ["a  {b}", " {b}", "{b}\n", "ｆ{b}", "a\u3000{b}", "e\u0301{b}"]
+    plain = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}",
+             "a  {b}", " {b}", "{b}\n", "a\u3000{b}", "{\n\n}\t<x> ", "\xa0 {a}\r\n"]
+    changed = ["ｆ{b}", "e\u0301{b}", "a{\u200b}b", "a{\x1c}b", "{\n}ﬁ"]
     for text in plain + changed:
         positions = _unk_positions(adapter, [text])
         want = _proto_path(adapter, [text], positions)
