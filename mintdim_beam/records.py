@@ -585,8 +585,12 @@ class BlockEncoder:
             owner = np.searchsorted(starts, hits, side="right") - 1
             local = hits - starts[owner]
             bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            # Each text's positions as a slice of one list (not one array per text).
+            positions = local.tolist()
+            cuts = bounds.tolist()
+            cuts.append(len(positions))
             chars = self.tok.unk_substrings_at([texts[o] for o in owner[bounds].tolist()],
-                                               [p.tolist() for p in np.split(local, bounds[1:])])
+                                               [positions[a:b] for a, b in zip(cuts, cuts[1:])])
         return flat, lengths, hits, chars
 
     def _encode_calls(self, texts: list) -> tuple:
