@@ -15,9 +15,11 @@ tree, sampled every 20 ms):
   (c) datatrove's tokenizer step (BPE only), installed by this script into its own
       virtualenv under the work directory.
 
-and prints tokens/s, peak RSS and the ratios (b)/(a) and (b)/(c). ``--scaling`` adds
-the default pipeline on the corpus and on a corpus 4x as large, side by side: the
-generated corpus at 4x the size, the ``--corpus`` repeated 4 times, or ``--scaling-corpus``.
+and prints tokens/s, peak RSS and the ratios (b)/(a) and (b)/(c), each followed by
+whether it meets its target (``TARGET_*``). ``--scaling`` adds the default pipeline on
+the corpus and on a corpus 4x as large, side by side (with the time and memory targets):
+the generated corpus at 4x the size, the ``--corpus`` repeated 4 times, or
+``--scaling-corpus``.
 
 Tokenizers: ``sp`` is the T5 SentencePiece model from ``../shared/realdata`` (or
 ``--sp-model``); ``bpe`` is a 32k byte-level BPE ``tokenizer.json`` trained here on the
@@ -40,6 +42,11 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_SP = os.path.join(ROOT, "..", "shared", "realdata", "tokenizers", "t5_spiece_32000.model")
 TEMPLATE = "{instruction}\n\n{input}\n\n{output}"
 SIZES = [128, 256, 512, 1024, 2048, 4096]
+#: The performance targets on a 2-core machine with a 100 MB corpus (README, *Performance*).
+TARGET_OVER_BARE = {"sentencepiece": 1.0, "hf_json": 1.5}
+TARGET_OVER_DATATROVE = 1.5
+TARGET_SCALING_TOLERANCE = 0.15    # wall time x4 +-15% for 4x the data
+TARGET_RSS_GROWTH = 0.10           # peak RSS within +10% for 4x the data
 
 
 def measure(cmd: list, env: dict | None = None) -> dict:
@@ -235,9 +242,33 @@ def bench_tokenizer(args, work, corpus, kind, tokenizer, plain) -> None:
         shutil.rmtree(out, ignore_errors=True)
         print(row("(c) datatrove DocumentTokenizer x2", dt, tokens), flush=True)
     best = results["default"]
-    print(f"ratio (b default)/(a) = {bare['wall'] / best['wall']:.2f}x", flush=True)
+    over_bare = bare["wall"] / best["wall"]
+    print(f"ratio (b default)/(a) = {over_bare:.2f}x", flush=True)
+    floor = TARGET_OVER_BARE[kind]
+    print(f"target (b default)/(a) >= {floor}x: {_verdict(over_bare >= floor)}", flush=True)
     if dt is not None:
-        print(f"ratio (b default)/(c) = {dt['wall'] / best['wall']:.2f}x", flush=True)
+        over_dt = dt["wall"] / best["wall"]
+        print(f"ratio (b default)/(c) = {over_dt:.2f}x", flush=True)
+        print(f"target (b default)/(c) >= {TARGET_OVER_DATATROVE}x: {_verdict(over_dt >= TARGET_OVER_DATATROVE)}",
+              flush=True)
+    peak = max(m["peak_rss"] for m in results.values())
+    print(f"target peak RSS < 2 GiB: {_verdict(peak < 2 * 2**30)} ({peak / 2**20:.0f} MiB at most)", flush=True)
+
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def scaling_verdicts(factor: float, time_ratio: float, rss_ratio: float) -> list[str]:
+    """The scaling targets, for ``factor`` times the data (time and RSS ratios x_big/x1)."""
+    low, high = factor * (1 - TARGET_SCALING_TOLERANCE), factor * (1 + TARGET_SCALING_TOLERANCE)
+    if time_ratio < low:
+        timing = "faster than linear (a fixed start-up and tail weigh more at x1)"
+    else:
+        timing = _verdict(time_ratio <= high)
+    return [f"target time x{low:.2f}-x{high:.2f}: {timing}",
+            f"target RSS within +{TARGET_RSS_GROWTH:.0%}: {_verdict(rss_ratio <= 1 + TARGET_RSS_GROWTH)}"]
 
 
 def main(argv=None) -> None:
@@ -257,7 +288,8 @@ def main(argv=None) -> None:
     os.makedirs(args.work, exist_ok=True)
     import platform
 
-    print(f"[bench] python {platform.python_version()}, {os.cpu_count()} cpus, {platform.processor() or platform.machine()}")
+    print(f"[bench] python {platform.python_version()}, {os.cpu_count()} cpus, {platform.processor() or platform.machine()}"
+          "; the targets are set for a 100 MB corpus on 2 cores")
     corpus = os.path.abspath(args.corpus) if args.corpus else ensure_corpus(args.work, args.mb)
     kinds = args.tokenizers.split(",")
     if "sp" in kinds:
@@ -280,6 +312,8 @@ def main(argv=None) -> None:
         print(f"x1 {mb:.0f} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
               f"x{big_mb / mb:.0f} {big_mb:.0f} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
               f"time x{four['wall'] / one['wall']:.2f}  RSS x{four['peak_rss'] / one['peak_rss']:.2f}")
+        for line in scaling_verdicts(big_mb / mb, four["wall"] / one["wall"], four["peak_rss"] / one["peak_rss"]):
+            print(line)
 
 
 if __name__ == "__main__":
