@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from .plan import BlockPlan, OutputPlan
-from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult, join_unique
+from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
 
 INDEX_FILES = (
     "sample_index.jsonl",
@@ -131,7 +131,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         ends = np.r_[starts[1:], len(unk)]
         positions = _int_runs(unk.position, starts, ends)
         fields = _int_runs(unk.segment, starts, ends)
-        chars = _json_string_runs(unk.chars, starts, ends)
+        chars = _json_string_runs(unk, starts, ends)
         samples = unk.sample[starts].tolist()
         for i, n, p, f, c in zip(samples, (ends - starts).tolist(), positions, fields, chars):
             unk_rows.append(
@@ -173,16 +173,17 @@ def _decimal(top: int) -> tuple:
     return table
 
 
-def _json_string_runs(strings: list, starts: np.ndarray, ends: np.ndarray) -> list:
+def _json_string_runs(unk, starts: np.ndarray, ends: np.ndarray) -> list:
     """``'"a","b"'`` (as ``json.dumps(..., ensure_ascii=False)`` writes the items) of
-    ``strings[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty, consecutive).
+    ``unk.chars[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty, consecutive).
 
-    The strings are joined with a separator none of them holds (``join_unique``), which
-    is not ASCII, so the JSON encoder leaves it as it is and no escape can produce it.
+    The strings are joined with a separator none of them holds (``join_unique``, or the
+    join the table was pickled as), which is not ASCII, so the JSON encoder leaves it as
+    it is and no escape can produce it.
     """
-    found = join_unique(strings)
+    found = unk.joined_chars()
     if found is None:   # every separator occurs in the strings: item by item
-        items = list(map(json_string, strings))
+        items = list(map(json_string, unk.chars))
         return [",".join(items[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
     sep, joined = found
     text = json_string(joined)[1:-1]

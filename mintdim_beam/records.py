@@ -83,21 +83,37 @@ class UnkTable:
     chars: list = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.chars)
+        return len(self.sample)
+
+    def joined_chars(self) -> Optional[tuple]:
+        """``join_unique(chars)``: kept from unpickling when the table came that way
+        (the index writer joins the strings again, so they need not be split)."""
+        packed = self.__dict__.get("_packed")
+        return packed if packed is not None else join_unique(self.chars)
 
     def __getstate__(self) -> dict:
         # Millions of short strings pickle one by one; joined, they are one string.
-        state = dict(self.__dict__)
-        found = join_unique(self.chars) if len(self.chars) > 1 else None
+        state = {k: v for k, v in self.__dict__.items() if k != "_packed"}
+        found = self.joined_chars() if len(self) > 1 else None
         if found is not None:
             state["chars"] = found
         return state
 
     def __setstate__(self, state: dict) -> None:
         if isinstance(state["chars"], tuple):
-            sep, joined = state["chars"]
-            state = dict(state, chars=joined.split(sep))
+            # Split on first use of ``chars`` (see __getattr__), if ever.
+            self.__dict__.update({k: v for k, v in state.items() if k != "chars"}, _packed=state["chars"])
+            return
         self.__dict__.update(state)
+
+    def __getattr__(self, name: str):
+        # Only reached for attributes not set: ``chars`` of a table unpickled packed.
+        packed = self.__dict__.get("_packed")
+        if name != "chars" or packed is None:
+            raise AttributeError(name)
+        sep, joined = packed
+        chars = self.__dict__["chars"] = joined.split(sep)
+        return chars
 
     @staticmethod
     def concat(tables: list) -> "UnkTable":

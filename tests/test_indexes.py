@@ -76,3 +76,22 @@ def test_unk_table_pickles_its_strings_joined_and_back(pool):
     assert isinstance(state, tuple) == (pool is TRICKY)    # packed unless every separator occurs
     assert pickle.loads(pickle.dumps(records.UnkTable())).chars == []
     assert pickle.loads(pickle.dumps(records.UnkTable(chars=["\uffff"]))).chars == ["\uffff"]
+
+
+@pytest.mark.parametrize("pool", [TRICKY, ["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", "ok"]])
+def test_an_unpickled_block_writes_the_same_rows_without_splitting_its_strings(pool):
+    """The write stage reads a block's metadata back from its spill: the UNK strings stay
+    joined as they were pickled (the rows join them again), and split only if asked."""
+    rng = random.Random(11)
+    meta, plan = _block(rng, 300, pool, 50)
+    source = "data/in.jsonl"
+    want = indexes.block_index_rows(meta, plan, source, 8, 16)["unk_index.jsonl"]
+    back = pickle.loads(pickle.dumps(meta, protocol=5))
+    assert len(back.unk) == len(meta.unk) > 300
+    assert indexes.block_index_rows(back, plan, source, 8, 16)["unk_index.jsonl"] == want == _want(meta, plan, source)
+    packed = pool is TRICKY      # every separator occurs in the other pool: a plain list
+    assert ("chars" not in back.unk.__dict__) is packed
+    assert back.unk.chars == meta.unk.chars and type(back.unk.chars) is list
+    again = pickle.loads(pickle.dumps(back, protocol=5))      # re-pickled, split or not
+    assert again.unk.chars == meta.unk.chars
+    assert all(np.array_equal(getattr(again.unk, c), getattr(meta.unk, c)) for c in ("sample", "position", "segment"))
