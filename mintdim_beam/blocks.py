@@ -29,11 +29,12 @@ def plan_blocks(config: BuildConfig) -> list[BlockRef]:
 _decode_utf8 = bytes.decode   # UTF-8 is the default, and strict
 
 
-def read_block_lines(path: str, start: int, end: int) -> tuple[list, int]:
+def read_block_lines(path: str, start: int, end: int, decode: bool = True) -> tuple[list, int]:
     """The lines owned by ``[start, end)`` (without ``\\n``) and the bytes read.
 
-    Lines are ``str`` when the block is valid UTF-8 (the common case), ``bytes``
-    otherwise so that the encoder can name the bad line.
+    Lines are ``str`` when the block is valid UTF-8, ``bytes`` otherwise so that the
+    encoder can name the bad line. ``decode=False``: always ``bytes``, for the
+    encoder, whose JSON parser reads UTF-8 itself (``records.BlockEncoder``).
     """
     if end <= start and start > 0:
         return [], 0
@@ -70,6 +71,8 @@ def read_block_lines(path: str, start: int, end: int) -> tuple[list, int]:
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
     parts = (data[:-1] if data.endswith(b"\n") else data).split(b"\n")
+    if not decode:
+        return parts, nbytes
     # Split first, then decode line by line: three times faster than decoding the block
     # and splitting the text (no block-wide string of the widest character kind).
     try:

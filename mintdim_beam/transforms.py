@@ -232,7 +232,7 @@ class _EncodeBlockFn(_StorageDoFn):
         # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
         # later block of the bundle is processed, or in finish_bundle.
         spec = self._config.files[ref.file]
-        lines, nbytes = blocks.read_block_lines(spec.path, ref.start, ref.end)
+        lines, nbytes = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
         self._bytes.inc(nbytes)
         encoder = self._encoder(ref.file)
         if not self._pipelined:

@@ -316,7 +316,7 @@ def _count_tokens_fn():
 
         def process(self, ref):
             spec = self._config.files[ref.file]
-            lines, _ = read_block_lines(spec.path, ref.start, ref.end)
+            lines, _ = read_block_lines(spec.path, ref.start, ref.end, decode=False)
             result = self._encoders[ref.file].encode_block(lines, file_start=ref.start == 0)
             good = result.status != BAD
             values, counts = np.unique(result.orig_count[good], return_counts=True)

@@ -36,6 +36,18 @@ def test_crlf_is_dropped_but_a_lone_cr_is_kept(tmp_path):
     assert lines == ['{"a": 1}', "", '{"a": "x\ry"}', "z", '{"b": 2}\r']
 
 
+def test_undecoded_lines_are_the_bytes_of_the_decoded_ones(tmp_path):
+    """``decode=False`` (the encoder's reads): the same lines, as bytes, valid or not."""
+    path = tmp_path / "f.jsonl"
+    raw = '{"a": "漢字"}\r\n\n{"b": 2}\n'.encode()
+    path.write_bytes(raw)
+    lines, nbytes = read_block_lines(str(path), 0, len(raw), decode=False)
+    assert lines == [line.encode() for line in read_block_lines(str(path), 0, len(raw))[0]]
+    assert lines == ['{"a": "漢字"}'.encode(), b"", b'{"b": 2}'] and nbytes == len(raw)
+    path.write_bytes(raw + b"\xff\n")
+    assert read_block_lines(str(path), 0, len(raw) + 2, decode=False)[0][-1] == b"\xff"
+
+
 def test_trailing_newline_is_not_an_extra_line(tmp_path):
     path = tmp_path / "f.jsonl"
     path.write_bytes(b"a\nb\n")

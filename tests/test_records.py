@@ -157,3 +157,67 @@ def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
     assert calls == 2 * cache.rest.windows - 2                    # that many windows of 100
     assert cache.seen == {digest(i) for i in range(50)}           # awake again: seen ...
     assert slice_of(range(0, 50))[3] == set(range(50))            # ... a second time: store
+
+
+# Lines where orjson (the fast path's parser) and the standard decoder could part ways:
+# each must give what the line-by-line path gives.
+_PARSER_EDGES = [
+    b'{"q": "lone \\ud800 surrogate", "a": "x"}',          # the standard decoder's string
+    b'{"q": "pair \\ud83d\\ude00", "a": "\\u0000 \\/ \\"q\\""}',
+    b'{"q": "big", "a": "int", "n": 123456789012345678901234567890}',   # orjson: a float
+    b'{"q": "huge", "a": "float", "n": 1e400}',             # orjson refuses it
+    b'{"q": "nan", "a": "x", "n": NaN}',                    # not JSON: a bad record
+    b'  {"q": "spaced", "a": "line"}\t ',                  # JSON whitespace around the object
+    b'{"q": "first", "q": "second", "a": "duplicate key"}',
+    b'{"q": "bad \xed\xa0\x80 utf-8", "a": "x"}',           # an encoded surrogate
+    b'{"q": "overlong \xc0\xaf", "a": "x"}',
+    b'{"q": "deep", "a": "x", "n": ' + b"[" * 150 + b"]" * 150 + b"}",
+    b'{"q": "deeper", "a": "x", "n": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+    b'{"q": "deepest", "a": "x", "n": ' + b"[" * 1020 + b"]" * 1020 + b"}",
+    b'{"q": "obj", "a": "x", "n": ' + b'{"k":' * 200 + b"1" + b"}" * 200 + b"}",
+    b'["q", "a"]',
+    b'{"q": 1, "a": "x"}',
+    '{"q": "漢字 ✓ ọ", "a": "\\t tab"}'.encode(),
+]
+
+
+@pytest.mark.parametrize("on_bad_record", ["skip", "abort"])
+def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatch, on_bad_record):
+    rows = []
+    for i, edge in enumerate(_PARSER_EDGES):
+        rows.append({"q": f"plain {i}", "a": "an answer"})
+        rows.append(edge)
+    rows.append({"q": "last", "a": "one"})
+    path = write_jsonl(tmp_path / "edges.jsonl", rows)
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=["{q}\n{a}"])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[5])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
+              .config(on_overflow="extend", on_bad_record=on_bad_record, block_size=1 << 20))
+    spec = config.files[0]
+    with open(TOKENIZER, "rb") as f:
+        tok = load_tokenizer(spec.tokenizer.kind, TOKENIZER, f.read(), threads=1)
+    lines, _ = read_block_lines(path, 0, 1 << 20, decode=False)
+    assert all(type(line) is bytes for line in lines)
+    calls = []
+    loads = records._LOADS
+    monkeypatch.setattr(records, "_LOADS", lambda line: calls.append(line) or loads(line))
+    for size in (1, 2, 5):     # each edge alone in its slice, and mixed with plain lines
+        monkeypatch.setattr(records, "SLICE_SAMPLES", size)
+        encoder = records.BlockEncoder(spec, tok, config.policies, encode_threads=2)
+        calls.clear()
+        fast = encoder.encode_block(lines)
+        if size == 1 and on_bad_record == "skip":
+            assert calls == lines                     # the fast path saw every line
+        with monkeypatch.context() as m:
+            m.setattr(records.BlockEncoder, "_clean_chunk", lambda self, chunk: None)
+            slow = encoder.encode_block(lines)
+            text = encoder.encode_block([line.decode("utf-8", "surrogateescape") if b"\xc0" not in line
+                                         and b"\xed" not in line else line for line in lines])
+        _same(fast, slow)
+        _same(fast, text)
+    if on_bad_record == "skip":
+        # Samples the standard decoder takes are samples; the rest are bad records.
+        assert sorted(fast.bad) != [] and fast.status[fast.local_line == 1] == records.BAD
+        ok = [int(x) for x in fast.local_line[fast.status == records.OK]]
+        for line in (3, 5, 7, 11, 13, 19, 25, 31):
+            assert line in ok
