@@ -75,6 +75,15 @@ ENV_SWITCH = "MINTDIM_WARM_WORKERS"
 MALLOC_ARENAS = "3"
 
 
+#: The warm workers' first-generation collection threshold (Python's default is 700).
+#: A worker's allocations are mostly short-lived containers without cycles (parsed
+#: lines, field tuples), each slice's freed before the next; at 700 net allocations a
+#: collection ran every few hundred lines and walked the slice still alive (encoder
+#: alone, generated corpus: 978 young collections, 0.27-0.30 s; real text 0.06 s). At
+#: 10,000 it ran once per corpus.
+GC_THRESHOLD0 = 10_000
+
+
 def worker_environment() -> dict:
     """The warm workers' environment: the launcher's, with ``MALLOC_ARENA_MAX`` set."""
     env = dict(os.environ)
@@ -249,8 +258,9 @@ def serve_pool(directory: str, size: int, alive_fd: int) -> int:
         _import_worker_modules()
     # This process is ours: what the imports built lives as long as it does, so it is
     # frozen out of every later collection (and the forks share its pages without a
-    # collection writing to them).
+    # collection writing to them), and young objects are collected less often.
     gc.freeze()
+    gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
     children = []
     for server, path in servers[1:]:
         try:

@@ -420,6 +420,49 @@ def test_warm_workers_limit_malloc_arenas_unless_told_otherwise(monkeypatch, pre
         pool.close(wait=True)
 
 
+def _report_collector(directory: str):
+    """A step that writes, per element, its process's id and collector settings."""
+    def report(x):
+        import gc
+        import os
+
+        path = os.path.join(directory, f"{os.getpid()}-{x}")
+        with open(path, "w") as f:
+            f.write(f"{gc.get_threshold()[0]} {gc.get_freeze_count()}")
+        return x
+    return report
+
+
+@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="the default uses processes on 2+ cores")
+def test_warm_workers_collect_young_objects_less_often_and_leave_the_caller_alone(tmp_path):
+    """Warm workers (our processes) run with a higher first-generation threshold and
+    Beam's modules frozen; the launcher's process keeps its own collector settings."""
+    import gc
+    import os
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from mintdim_beam import launcher, warm_workers
+
+    before = gc.get_threshold()
+    pool = warm_workers.start(2)
+    if pool is None:
+        pytest.skip("warm workers not supported here")
+    try:
+        flags = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+        with beam.Pipeline(runner=launcher._WarmFnApiRunner(pool), options=PipelineOptions(flags)) as p:
+            _ = p | beam.Create(list(range(8)), reshuffle=False) | beam.Reshuffle() | beam.Map(
+                _report_collector(str(tmp_path)))
+    finally:
+        pool.close(wait=True)
+    reports = {path.name.split("-")[0]: path.read_text().split() for path in tmp_path.iterdir()}
+    assert reports and str(os.getpid()) not in reports
+    for threshold, frozen in reports.values():
+        assert int(threshold) == warm_workers.GC_THRESHOLD0 and int(frozen) > 10_000
+    assert gc.get_threshold() == before
+
+
 def test_a_warm_worker_that_never_starts_its_harness_is_replaced_by_beams(corpus, tmp_path):
     """The runner waits for its worker to connect. A claimed warm process that dies or
     gives up before its harness starts (it never says ``STARTED``) must not stall the
