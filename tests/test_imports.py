@@ -20,7 +20,12 @@ def test_collector_paused_sets_back_what_it_found(enabled):
         (gc.enable if enabled else gc.disable)()
         with collector_paused():
             assert not gc.isenabled()
+            built = [[] for _ in range(3)]    # what an import builds, and keeps
         assert gc.isenabled() is enabled
+        # One collection of the young generations on the way out (unless the caller
+        # had turned the collector off): what the block built is in the oldest one.
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert all((id(o) in oldest) is enabled for o in built)
         with pytest.raises(KeyError):
             with collector_paused():
                 raise KeyError("x")
