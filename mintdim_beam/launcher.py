@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import json
-import os
 import platform
 import sys
 import time
@@ -34,6 +33,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from . import __version__, blocks, errors, layout, preflight, publish, storage
 from .config import BuildConfig
+from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
@@ -281,7 +281,7 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
         # own threads beat a word-by-word encoder on one core.
         words = not (build_info.get("runner") == "FnApiRunner"
                      and build_info.get("direct_running_mode") != "multi_processing"
-                     and (os.cpu_count() or 1) > 1)
+                     and usable_cores() > 1)
         build_info["bpe_word_encoder"] = words
         _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
                                          word_encoder=words)
@@ -386,7 +386,7 @@ def _dask_threads(address: Optional[str]) -> int:
                     return threads
         except Exception:  # the runner will report an unreachable scheduler itself
             pass
-    return os.cpu_count() or 1
+    return usable_cores()
 
 
 def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:

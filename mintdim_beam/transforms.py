@@ -39,7 +39,6 @@ twice-delivered) bundle rewrites the same bytes and never duplicates a record.
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import time
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from apache_beam.utils.shared import Shared
 
 from . import blocks, indexes, layout, storage
 from .config import BuildConfig
+from .cores import usable_cores
 from .plan import BlockPlan, BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
 from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
 from .shard_format import record_slots
@@ -104,7 +104,7 @@ def encode_threads(kind: str) -> int:
     the main thread. HF tokenizers already spread one batch over every core, so one
     pool thread (overlap only) is enough; more only fight over the same cores.
     """
-    return max(1, min(4, os.cpu_count() or 1)) if kind == SENTENCEPIECE else 1
+    return max(1, min(4, usable_cores())) if kind == SENTENCEPIECE else 1
 
 
 def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):

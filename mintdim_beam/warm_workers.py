@@ -38,6 +38,7 @@ import threading
 import traceback
 from typing import Optional, Sequence
 
+from .cores import usable_cores
 from .imports import collector_paused
 
 #: Inputs at least this large run on one worker process per core by default
@@ -189,9 +190,10 @@ def start_for(config, runner=None, options=None) -> Optional[WarmPool]:
 
 
 def default_processes(total_input_bytes: int) -> int:
-    """Worker processes of the default local configuration: one per core from
-    ``MULTI_PROCESS_MIN_BYTES`` of input on a multi-core machine, else 0 (in memory)."""
-    cores = os.cpu_count() or 1
+    """Worker processes of the default local configuration: one per usable core
+    (``cores.usable_cores``: affinity and CPU quota) from ``MULTI_PROCESS_MIN_BYTES`` of
+    input when there are several, else 0 (in memory)."""
+    cores = usable_cores()
     return cores if cores > 1 and total_input_bytes >= MULTI_PROCESS_MIN_BYTES else 0
 
 

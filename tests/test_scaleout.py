@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
+from mintdim_beam.cores import usable_cores
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -111,14 +112,12 @@ def test_direct_runner_modes_give_identical_bytes(corpus, name, build_batch, blo
 def test_byte_level_bpe_word_encoder_gives_reference_bytes(tmp_path, name, options, words, monkeypatch):
     """In memory the tokenizer encodes; in worker processes the word-by-word encoder
     does (``bpe_words``). Both match the reference, which only calls ``encode``."""
-    import os
-
     job = _corpus(tmp_path)
     job.update(tokenizer_kind="hf_json", tokenizer_files=[str(TESTDATA / "hf_bytelevel_bpe.json")])
     outputs = [str(tmp_path / name / "instructions"), str(tmp_path / name / "chat")]
     result = build_and_compare(tmp_path, output_dirs=outputs, block_size=1024, build_batch=[4], options=options,
                                **job)
-    assert result.build_info["bpe_word_encoder"] is (words or (os.cpu_count() or 1) == 1)
+    assert result.build_info["bpe_word_encoder"] is (words or usable_cores() == 1)
     assert result.outputs[0].stats["duplicate_groups"] >= 5
 
 
@@ -209,7 +208,7 @@ def _wait_gone(procs, seconds: float = 20.0) -> None:
     assert all(p.poll() is not None for p in procs), "warm worker processes left running"
 
 
-@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="the default uses processes on 2+ cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="the default uses processes on 2+ cores")
 def test_default_build_on_warm_workers_gives_identical_bytes(corpus, monkeypatch):
     """run() with no runner on inputs above the threshold: warm workers, same bytes."""
     import os
@@ -227,7 +226,7 @@ def test_default_build_on_warm_workers_gives_identical_bytes(corpus, monkeypatch
     _assert_same(base, other)
     info = json.loads(Path(other[0], "build_info.json").read_text())
     assert info["direct_running_mode"] == "multi_processing"
-    assert info["direct_num_workers"] == os.cpu_count() == info["warm_workers"]
+    assert info["direct_num_workers"] == usable_cores() == info["warm_workers"]
     (pool,) = pools
     # The workers loaded the build's tokenizer while they waited (tokenizers.preload).
     assert [list(p) for p in preloads] == [[(SP, job["tokenizer_files"][0])]]
@@ -327,7 +326,7 @@ def test_warm_pool_is_wanted_only_for_the_default_local_configuration():
     from mintdim_beam.warm_workers import wanted
 
     big = 1 << 40
-    cores = __import__("os").cpu_count() or 1
+    cores = usable_cores()
     expected = cores if cores > 1 else 0
     assert wanted(big, None, None) == expected
     assert wanted(big, None, ["--temp_location=/tmp/x"]) == expected
@@ -364,7 +363,7 @@ def test_no_warm_pool_where_interpreters_cannot_be_started(monkeypatch):
 
 
 
-@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="the default uses processes on 2+ cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="the default uses processes on 2+ cores")
 def test_failed_build_on_warm_workers_reports_the_spec_error(tmp_path, monkeypatch):
     """A bad record aborts a warm-worker build with the spec's error, publishes nothing
     and leaves no worker process behind."""
@@ -433,7 +432,7 @@ def _report_collector(directory: str):
     return report
 
 
-@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="the default uses processes on 2+ cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="the default uses processes on 2+ cores")
 def test_warm_workers_collect_young_objects_less_often_and_leave_the_caller_alone(tmp_path):
     """Warm workers (our processes) run with a higher first-generation threshold and
     Beam's modules frozen; the launcher's process keeps its own collector settings."""

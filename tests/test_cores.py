@@ -1,0 +1,87 @@
+"""Usable cores: the affinity mask, capped by a cgroup CPU quota (v1 or v2)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mintdim_beam import cores, warm_workers
+
+
+def _tree(root: Path, files: dict) -> str:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(root)
+
+
+@pytest.fixture
+def eight_cpus(monkeypatch):
+    monkeypatch.setattr(cores.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+
+
+def test_without_cgroup_files_the_affinity_mask_counts(tmp_path, eight_cpus):
+    assert cores.cgroup_cpu_limit(str(tmp_path)) is None
+    assert cores.usable_cores(str(tmp_path)) == 8
+
+
+@pytest.mark.parametrize("cpu_max, expected", [
+    ("max 100000\n", 8),          # no limit
+    ("200000 100000\n", 2),       # docker --cpus=2
+    ("150000 100000\n", 2),       # 1.5 CPUs of time: two workers' work
+    ("50000 100000\n", 1),
+    ("1600000 100000\n", 8),      # a quota above the mask: the mask
+])
+def test_cgroup_v2_quota_caps_the_affinity_mask(tmp_path, eight_cpus, cpu_max, expected):
+    root = _tree(tmp_path, {"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/cpu.max": cpu_max})
+    assert cores.usable_cores(root) == expected
+
+
+def test_cgroup_v2_limit_of_an_ancestor_applies(tmp_path, eight_cpus):
+    root = _tree(tmp_path, {
+        "proc/self/cgroup": "0::/kubepods/pod1/box\n",
+        "sys/fs/cgroup/kubepods/cpu.max": "max 100000\n",
+        "sys/fs/cgroup/kubepods/pod1/cpu.max": "300000 100000\n",
+        "sys/fs/cgroup/kubepods/pod1/box/cpu.max": "max 100000\n",
+    })
+    assert cores.cgroup_cpu_limit(root) == 3.0
+    assert cores.usable_cores(root) == 3
+
+
+def test_cgroup_v1_quota(tmp_path, eight_cpus):
+    files = {
+        "proc/self/cgroup": "12:memory:/job\n4:cpu,cpuacct:/job\n0::/\n",
+        "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us": "250000\n",
+        "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us": "100000\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+    }
+    root = _tree(tmp_path, files)
+    assert cores.cgroup_cpu_limit(root) == 2.5
+    assert cores.usable_cores(root) == 3
+    (tmp_path / "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us").write_text("-1\n")
+    assert cores.usable_cores(root) == 8
+
+
+def test_unreadable_or_odd_files_mean_no_limit(tmp_path, eight_cpus):
+    root = _tree(tmp_path, {"proc/self/cgroup": "garbage\n0::/\n", "sys/fs/cgroup/cpu.max": "lots\n"})
+    assert cores.usable_cores(root) == 8
+
+
+def test_the_local_default_starts_one_worker_per_usable_core(monkeypatch):
+    """A two-core quota on a large host gives two worker processes, not one per CPU."""
+    monkeypatch.setattr(warm_workers, "usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert warm_workers.default_processes(1 << 40) == 2
+    assert warm_workers.default_processes(1000) == 0
+    monkeypatch.setattr(warm_workers, "usable_cores", lambda: 1)
+    assert warm_workers.default_processes(1 << 40) == 0
+
+
+def test_this_machine(tmp_path):
+    """On the real files: at least one core, no more than the machine has."""
+    n = cores.usable_cores()
+    assert 1 <= n <= (os.cpu_count() or n)
