@@ -142,6 +142,7 @@ def _WarmFnApiRunner(pool: WarmPool):
             # multi-process mode; without a mode it keeps ours (and the worker count).
             direct = options.view_as(DirectOptions)
             mode, direct.direct_running_mode = direct.direct_running_mode, None
+            pool.wait_listening()   # at once, unless this process had Beam imported already
             try:
                 return super().run_pipeline(pipeline, options)
             finally:

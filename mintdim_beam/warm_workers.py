@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from typing import Optional, Sequence
 
@@ -54,6 +55,10 @@ CLAIMED = ".claimed"
 STARTED = b"+"
 #: How often a waiting warm process checks that its launcher is still alive.
 POLL_SECONDS = 0.2
+#: How long the runner's start waits for worker 0 to bind its sockets (it does so about
+#: 0.2 s after it starts, before its imports). A process that imported Beam already gets
+#: there first, and a worker that found no socket would be Beam's own (1 s of imports).
+LISTEN_TIMEOUT = 2.0
 # Not ``-m mintdim_beam.warm_workers``: the package imports this module itself.
 _WARM_MAIN = ("import sys; from mintdim_beam.warm_workers import serve_pool; "
               "sys.exit(serve_pool(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))")
@@ -124,6 +129,23 @@ class WarmPool:
         finally:
             os.close(alive_r)
         self.processes = [self.process]
+
+    def wait_listening(self, timeout: float = LISTEN_TIMEOUT) -> bool:
+        """Wait until worker 0 has bound every worker's socket, so that the runner's
+        workers claim warm processes rather than fall back to Beam's; False if it
+        exited first or ``timeout`` passed."""
+        wanted = [f"w{i}.sock" for i in range(self.size)]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                present = set(os.listdir(self.directory))
+            except OSError:
+                return False
+            if all(name in present or name + CLAIMED in present for name in wanted):
+                return True
+            if self.process.poll() is not None or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
 
     def command(self) -> str:
         """The worker command line for Beam's subprocess environment."""

@@ -11,6 +11,7 @@ processes started by a fixture.
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -417,6 +418,42 @@ def test_warm_workers_limit_malloc_arenas_unless_told_otherwise(monkeypatch, pre
             assert values == [(preset or warm_workers.MALLOC_ARENAS).encode()]
     finally:
         pool.close(wait=True)
+
+
+def test_waiting_for_the_pool_to_listen(tmp_path):
+    """The runner's start waits for worker 0's sockets, but not for a pool that died
+    or never binds them."""
+    import time
+
+    from mintdim_beam import warm_workers
+
+    pool = warm_workers.start(2)
+    if pool is None:
+        pytest.skip("warm workers not supported here")
+    try:
+        assert pool.wait_listening()
+        assert {"w0.sock", "w1.sock"} <= set(os.listdir(pool.directory))
+    finally:
+        pool.close(wait=True)
+
+    class Process:
+        def __init__(self, code):
+            self.code = code
+
+        def poll(self):
+            return self.code
+
+    fake = warm_workers.WarmPool.__new__(warm_workers.WarmPool)
+    fake.size, fake.directory = 2, str(tmp_path)
+    (tmp_path / "w0.sock.claimed").touch()
+    fake.process = Process(1)                        # exited before binding w1
+    started = time.monotonic()
+    assert not fake.wait_listening(timeout=30)
+    assert time.monotonic() - started < 5
+    fake.process = Process(None)                     # alive, but w1 never appears
+    assert not fake.wait_listening(timeout=0.05)
+    (tmp_path / "w1.sock").touch()
+    assert fake.wait_listening(timeout=0.05)
 
 
 def _report_collector(directory: str):
