@@ -531,6 +531,9 @@ def test_a_warm_worker_that_never_starts_its_harness_is_replaced_by_beams(corpus
         def command(self):
             return warm_workers.WarmPool.command(self)
 
+        def wait_listening(self, timeout=None):
+            return True   # bound above
+
         def close(self, wait=False):
             server.close()
 
