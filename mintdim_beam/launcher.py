@@ -284,8 +284,15 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
                      and build_info.get("direct_running_mode") != "multi_processing"
                      and usable_cores() > 1)
         build_info["bpe_word_encoder"] = words
+        # Local worker processes share this machine's cores: each sizes its encode pool
+        # for its share, not for every core.
+        worker_cores = None
+        if (build_info.get("runner") == "FnApiRunner"
+                and build_info.get("direct_running_mode") == "multi_processing"):
+            worker_cores = max(1, usable_cores() // max(1, build_info.get("direct_num_workers") or 1))
+        build_info["worker_cores"] = worker_cores
         _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
-                                         word_encoder=words)
+                                         word_encoder=words, worker_cores=worker_cores)
     with _outside_ipython():
         result = p.run()
     try:

@@ -96,15 +96,21 @@ class _Handle:
         self.value = value
 
 
-def encode_threads(kind: str) -> int:
-    """Encode-pool threads per worker process for a tokenizer kind.
+def encode_threads(kind: str, cores: Optional[int] = None) -> int:
+    """Encode-pool threads per worker process for a tokenizer kind, on ``cores`` cores
+    (default: every core this process may use).
 
     SentencePiece releases the GIL but parallelises a batch poorly by itself, so each
     core gets a single-threaded encode call of its own, overlapped with the parsing on
     the main thread. HF tokenizers already spread one batch over every core, so one
-    pool thread (overlap only) is enough; more only fight over the same cores.
+    pool thread (overlap only) is enough; more only fight over the same cores. Local
+    worker processes get their share of the cores from the launcher (one each by
+    default): two encode threads in each of two processes on two cores were 0.1-0.8 s
+    slower per 100 MB than one (docs/decisions.md).
     """
-    return max(1, min(4, usable_cores())) if kind == SENTENCEPIECE else 1
+    if kind != SENTENCEPIECE:
+        return 1
+    return max(1, min(4, usable_cores() if cores is None else cores))
 
 
 def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
@@ -201,12 +207,13 @@ class _EncodeBlockFn(_StorageDoFn):
     """Read one block, encode it, spill its records and metadata; emit its summary."""
 
     def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict],
-                 pipelined: bool = False, word_encoder: bool = True):
+                 pipelined: bool = False, word_encoder: bool = True, worker_cores: Optional[int] = None):
         super().__init__(filesystem_options)
         self._config = config
         self._shared = shared
         self._pipelined = pipelined
         self._word_encoder = word_encoder
+        self._worker_cores = worker_cores
         self._samples = Metrics.counter(NAMESPACE, "samples")
         self._bad = Metrics.counter(NAMESPACE, "bad_records")
         self._bytes = Metrics.counter(NAMESPACE, "input_bytes")
@@ -221,7 +228,8 @@ class _EncodeBlockFn(_StorageDoFn):
         if file not in self._encoders:
             spec = self._config.files[file]
             self._encoders[file] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies,
-                                                encode_threads=encode_threads(spec.tokenizer.kind))
+                                                encode_threads=encode_threads(spec.tokenizer.kind,
+                                                                              self._worker_cores))
         return self._encoders[file]
 
     def start_bundle(self):
@@ -611,17 +619,23 @@ class UnitBuild(beam.PTransform):
     multi-process and remote runners); the launcher turns it off for the local
     in-memory runner, where the one process has every core and the tokenizer's own
     threads use them. Output bytes are the same either way.
+
+    ``worker_cores``: the cores each worker process may count on, which sizes its
+    SentencePiece encode pool (:func:`encode_threads`); the launcher knows it for the
+    local multi-process runner (its cores over its worker processes). None: each
+    worker's own usable cores.
     """
 
     def __init__(self, config: BuildConfig, build_info: dict | None = None,
                  input_digests: dict | None = None, pipeline_blocks: bool = False,
-                 word_encoder: bool = True):
+                 word_encoder: bool = True, worker_cores: int | None = None):
         super().__init__()
         self._config = config
         self._build_info = build_info or {}
         self._input_digests = input_digests
         self._pipeline_blocks = pipeline_blocks
         self._word_encoder = word_encoder
+        self._worker_cores = worker_cores
 
     def expand(self, pbegin):
         from .digests import fingerprint_paths
@@ -635,7 +649,8 @@ class UnitBuild(beam.PTransform):
             | "ListBlocks" >> beam.Create(refs, reshuffle=False)
             | "SpreadBlocks" >> _Redistribute(lambda r: (r.file, r.block))
             | "EncodeBlocks" >> beam.ParDo(
-                _EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder))
+                _EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder,
+                               self._worker_cores))
         )
         # A single-key GroupByKey rather than CombineGlobally/ToList: every runner gets
         # a GroupByKey right, while Dask's combine emits one partial list per partition.

@@ -81,6 +81,18 @@ def test_the_local_default_starts_one_worker_per_usable_core(monkeypatch):
     assert warm_workers.default_processes(1 << 40) == 0
 
 
+def test_encode_threads_follow_the_cores_a_worker_may_count_on(monkeypatch):
+    """SentencePiece: one encode thread per core of the worker's share (at most 4);
+    Hugging Face tokenizers thread themselves: one pool thread."""
+    from mintdim_beam import transforms
+
+    monkeypatch.setattr(transforms, "usable_cores", lambda: 8)
+    assert transforms.encode_threads("sentencepiece") == 4
+    assert transforms.encode_threads("sentencepiece", 1) == 1
+    assert transforms.encode_threads("sentencepiece", 3) == 3
+    assert transforms.encode_threads("hf_json") == transforms.encode_threads("hf_json", 8) == 1
+
+
 def test_this_machine(tmp_path):
     """On the real files: at least one core, no more than the machine has."""
     n = cores.usable_cores()

@@ -228,6 +228,7 @@ def test_default_build_on_warm_workers_gives_identical_bytes(corpus, monkeypatch
     info = json.loads(Path(other[0], "build_info.json").read_text())
     assert info["direct_running_mode"] == "multi_processing"
     assert info["direct_num_workers"] == usable_cores() == info["warm_workers"]
+    assert info["worker_cores"] == 1      # one encode thread per worker process
     (pool,) = pools
     # The workers loaded the build's tokenizer while they waited (tokenizers.preload).
     assert [list(p) for p in preloads] == [[(SP, job["tokenizer_files"][0])]]
@@ -277,7 +278,8 @@ def test_unused_warm_workers_are_stopped(corpus, tmp_path):
     pool = warm_workers.start(2)
     launcher.launch(config, options=["--direct_running_mode=in_memory"], echo=quiet, warm_pool=pool)
     _assert_same(base, outputs)
-    assert json.loads(Path(outputs[0], "build_info.json").read_text())["warm_workers"] == 0
+    info = json.loads(Path(outputs[0], "build_info.json").read_text())
+    assert info["warm_workers"] == 0 and info["worker_cores"] is None   # the one process has every core
     _wait_gone(pool.processes)
 
 
