@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -93,7 +94,10 @@ def test_encode_threads_follow_the_cores_a_worker_may_count_on(monkeypatch):
     assert transforms.encode_threads("hf_json") == transforms.encode_threads("hf_json", 8) == 1
 
 
-def test_this_machine(tmp_path):
-    """On the real files: at least one core, no more than the machine has."""
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="affinity masks are Linux's")
+def test_this_machine():
+    """On the real files: the affinity mask, or less under a quota, never more."""
     n = cores.usable_cores()
-    assert 1 <= n <= (os.cpu_count() or n)
+    mask = len(os.sched_getaffinity(0))
+    limit = cores.cgroup_cpu_limit()
+    assert n == (mask if limit is None else max(1, min(mask, math.ceil(limit))))
