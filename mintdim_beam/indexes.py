@@ -13,6 +13,7 @@ import numpy as np
 
 from .plan import BlockPlan, OutputPlan
 from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
+from .unk_rows import UNK_PART, json_string
 
 INDEX_FILES = (
     "sample_index.jsonl",
@@ -37,8 +38,6 @@ _SAMPLE_ROW = (
     '{"sample_id":%%d,"hash":"%%s","token_count":%%d,"unit_size":%%d,"source_file":%s,'
     '"source_line":%%d,"shard_path":"unit_%%d/shard_%%06d.bin","empty_fields":%%s,"shard_record":%%d}\n'
 )
-# A str as a JSON string, as json.dumps(..., ensure_ascii=False) writes it (C encoder).
-json_string = json.encoder.encode_basestring
 _OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend"}
 
 
@@ -123,22 +122,28 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
                 row["new_unit_size"] = extend_at[i]
             overflow_rows.append(dumps_row(row))
     unk = meta.unk
-    if len(unk):
-        # One row per sample with UNK (BlockEncoder keeps only written samples' tokens).
-        # A block can hold millions of UNK tokens: each column is written as one JSON
-        # text and every row takes a slice of it, so no Python object is made per token.
-        starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
-        ends = np.r_[starts[1:], len(unk)]
-        positions = _int_runs(unk.position, starts, ends)
-        fields = _int_runs(unk.segment, starts, ends)
-        chars = _json_string_runs(unk, starts, ends)
-        samples = unk.sample[starts].tolist()
-        for i, n, p, f, c in zip(samples, (ends - starts).tolist(), positions, fields, chars):
-            unk_rows.append(
-                f'{{"sample_id":{base + i},"hash":"{hexes[64 * i:64 * i + 64]}","source_file":{src},'
-                f'"source_line":{lines[i]},"unk_count":{n},'
-                f'"unk_positions":[{p}],"unk_field_indices":[{f}],"unk_chars":[{c}]}}\n')
-        unk_tokens = len(unk)
+    if unk.tokens:
+        # One row per sample with UNK (BlockEncoder keeps only written samples' tokens):
+        # its head, then its UNK part. Column entries can be millions of UNK tokens: each
+        # column is written as one JSON text and every row takes a slice of it, so no
+        # Python object is made per token. Rendered entries bring their UNK part.
+        head = '{"sample_id":%d,"hash":"%s","source_file":' + src.replace("%", "%%") + ',"source_line":%d,'
+        owners, parts = [], []
+        if len(unk):
+            starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
+            ends = np.r_[starts[1:], len(unk)]
+            owners = unk.sample[starts].tolist()
+            parts = list(map(UNK_PART.__mod__, zip(
+                (ends - starts).tolist(), _int_runs(unk.position, starts, ends),
+                _int_runs(unk.segment, starts, ends), _json_string_runs(unk, starts, ends))))
+        if len(unk.rendered_sample):
+            everyone = owners + unk.rendered_sample.tolist()
+            order = np.argsort(np.asarray(everyone, np.int64), kind="stable").tolist()
+            owners = list(map(everyone.__getitem__, order))
+            parts = list(map((parts + unk.rendered_text).__getitem__, order))
+        at = lines.tolist()
+        unk_rows = [head % (base + i, hexes[64 * i:64 * i + 64], at[i]) + part for i, part in zip(owners, parts)]
+        unk_tokens = unk.tokens
     return {
         "sample_index.jsonl": "".join(sample_rows),
         "unk_index.jsonl": "".join(unk_rows),

@@ -33,6 +33,7 @@ from .shard_format import layout_units
 from .template import FieldTypeError, render_value
 from .tokenizers import Tokenizer
 from .text_cache import Rest, TextCache
+from .unk_rows import UnkTable, unk_part
 
 # Sample status codes kept per sample in BlockResult.status.
 OK = 0            # written to a declared unit
@@ -52,77 +53,6 @@ _NO_HASH = bytes(32)  # digest slot of a bad record
 
 def _reject_constant(name):
     raise ValueError(f"{name} is not JSON")
-
-
-# Separators for joining many strings into one: non-ASCII code points that text hardly
-# holds (noncharacters, then private use); ``join_unique`` takes the first none holds.
-_SEPARATORS = ("\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000")
-
-
-def join_unique(strings: list) -> Optional[tuple]:
-    """``(sep, sep.join(strings))`` with a separator that occurs in none of the strings
-    (so ``joined.split(sep)`` gives them back), or None if each separator occurs."""
-    for sep in _SEPARATORS:
-        joined = sep.join(strings)
-        if joined.count(sep) == len(strings) - 1:
-            return sep, joined
-    return None
-
-
-@dataclass
-class UnkTable:
-    """Every UNK token of a block's written samples, one entry per token, columnar.
-
-    Sorted by local sample, then payload position; ``chars`` holds each token's source
-    substring. Arrays rather than a dict per sample: a block of a script the
-    tokenizer cannot spell has millions of them.
-    """
-
-    sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    position: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    segment: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    chars: list = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.sample)
-
-    def joined_chars(self) -> Optional[tuple]:
-        """``join_unique(chars)``: kept from unpickling when the table came that way
-        (the index writer joins the strings again, so they need not be split)."""
-        packed = self.__dict__.get("_packed")
-        return packed if packed is not None else join_unique(self.chars)
-
-    def __getstate__(self) -> dict:
-        # Millions of short strings pickle one by one; joined, they are one string.
-        state = {k: v for k, v in self.__dict__.items() if k != "_packed"}
-        found = self.joined_chars() if len(self) > 1 else None
-        if found is not None:
-            state["chars"] = found
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        if isinstance(state["chars"], tuple):
-            # Split on first use of ``chars`` (see __getattr__), if ever.
-            self.__dict__.update({k: v for k, v in state.items() if k != "chars"}, _packed=state["chars"])
-            return
-        self.__dict__.update(state)
-
-    def __getattr__(self, name: str):
-        # Only reached for attributes not set: ``chars`` of a table unpickled packed.
-        packed = self.__dict__.get("_packed")
-        if name != "chars" or packed is None:
-            raise AttributeError(name)
-        sep, joined = packed
-        chars = self.__dict__["chars"] = joined.split(sep)
-        return chars
-
-    @staticmethod
-    def concat(tables: list) -> "UnkTable":
-        tables = [t for t in tables if len(t)]
-        if not tables:
-            return UnkTable()
-        return UnkTable(np.concatenate([t.sample for t in tables]), np.concatenate([t.position for t in tables]),
-                        np.concatenate([t.segment for t in tables]), [c for t in tables for c in t.chars])
 
 
 @dataclass
@@ -187,9 +117,8 @@ class _Finished:
     unit: int
     count: int
     record: np.ndarray        # its record row
-    unk_position: np.ndarray
-    unk_segment: np.ndarray
-    unk_chars: list
+    unk_count: int
+    unk_text: str             # its row's UNK part (``unk_rows``), "" without UNK
 
 
 class _RepeatCache:
@@ -246,7 +175,7 @@ class _RepeatCache:
         return fresh, fresh_values, repeats, store
 
     def keep(self, digest: bytes, result: _Finished) -> None:
-        size = result.record.nbytes + 64 * len(result.unk_chars)
+        size = result.record.nbytes + 2 * len(result.unk_text)
         if self.nbytes + size <= self.MAX_BYTES:
             self.entries[digest] = result
             self.nbytes += size
@@ -772,9 +701,10 @@ class BlockEncoder:
             for k in range(slots):
                 lengths[self._slot_field[k]] = len(pb.texts[k * G + g])
             record = records[u][r]
+            chars = [unk.chars[i] for i in mine.tolist()]
             self._repeats.keep(pb.digests[p].tobytes(), _Finished(
-                tuple(lengths), u, int(record[1:1 + self.n].sum()), record.copy(),
-                unk.position[mine], unk.segment[mine], [unk.chars[i] for i in mine.tolist()]))
+                tuple(lengths), u, int(record[1:1 + self.n].sum()), record.copy(), len(chars),
+                unk_part(unk.position[mine], unk.segment[mine], chars) if chars else ""))
 
     def _add_repeats(self, pb: "_Batch", good_arr, unit, placed, records: dict, unk: UnkTable,
                      full_status, token_count, orig_count, full_unit) -> tuple:
@@ -792,17 +722,13 @@ class BlockEncoder:
             where = np.concatenate([placed_pos[placed_unit == u], pos[mine]])
             both = np.concatenate([records[u], rows]) if u in records else rows
             merged[u] = both[np.argsort(where, kind="stable")]
-        with_unk = [(p, h) for p, h in pb.repeats if len(h.unk_chars)]
+        # A repeat's UNK part is the string its first occurrence rendered (``unk_rows``).
+        with_unk = [(p, h) for p, h in pb.repeats if h.unk_count]
         if with_unk:
-            extra = UnkTable(
-                np.concatenate([np.full(len(h.unk_chars), pb.base + p, np.int64) for p, h in with_unk]),
-                np.concatenate([h.unk_position for _, h in with_unk]),
-                np.concatenate([h.unk_segment for _, h in with_unk]),
-                [c for _, h in with_unk for c in h.unk_chars])
-            both = UnkTable.concat([unk, extra])
-            order = np.lexsort((both.position, both.sample))
-            unk = UnkTable(both.sample[order], both.position[order], both.segment[order],
-                           [both.chars[i] for i in order.tolist()])
+            unk = UnkTable(unk.sample, unk.position, unk.segment, unk.chars,
+                           np.asarray([pb.base + p for p, _ in with_unk], np.int64),
+                           np.asarray([h.unk_count for _, h in with_unk], np.int64),
+                           [h.unk_text for _, h in with_unk])
         return merged, unk
 
     def _gather_tokens(self, rows, lengths, seg_tokens, seg_offsets) -> np.ndarray:

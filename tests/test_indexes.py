@@ -11,6 +11,7 @@ import pytest
 
 from mintdim_beam import indexes, records
 from mintdim_beam.plan import BlockPlan
+from mintdim_beam.unk_rows import unk_part
 
 TRICKY = ['"', "\\", "\n", "\x00", "\x1f", "", "\uffff", "\ufffe", "漢字", "🙂", "a\"b\\c", "\U0010ffff",
           "\ue000", "\u2028", "\x7f", "Q:", "\ud7ff"]
@@ -95,3 +96,52 @@ def test_an_unpickled_block_writes_the_same_rows_without_splitting_its_strings(p
     again = pickle.loads(pickle.dumps(back, protocol=5))      # re-pickled, split or not
     assert again.unk.chars == meta.unk.chars
     assert all(np.array_equal(getattr(again.unk, c), getattr(meta.unk, c)) for c in ("sample", "position", "segment"))
+
+
+def _rendered(unk: records.UnkTable, which: set) -> records.UnkTable:
+    """``unk`` with the samples in ``which`` moved to rendered entries (as the encoder's
+    repeat cache hands them over), each UNK part one shared string."""
+    keep = ~np.isin(unk.sample, sorted(which))
+    moved = sorted(which & set(unk.sample.tolist()))
+    counts, texts = [], []
+    for s in moved:
+        at = np.flatnonzero(unk.sample == s)
+        counts.append(len(at))
+        texts.append(unk_part(unk.position[at], unk.segment[at], [unk.chars[i] for i in at.tolist()]))
+    return records.UnkTable(unk.sample[keep], unk.position[keep], unk.segment[keep],
+                            [c for c, k in zip(unk.chars, keep.tolist()) if k],
+                            np.asarray(moved, np.int64), np.asarray(counts, np.int64), texts)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
+def test_rendered_unk_parts_write_the_rows_columns_write(share):
+    """Samples whose UNK part comes rendered (a repeat's) give the bytes json.dumps gives,
+    in sample order among the others, before and after a pickle round trip."""
+    rng = random.Random(int(share * 10) + 3)
+    meta, plan = _block(rng, 300, TRICKY + ["x"] * 5, 60)
+    source = "data/in.jsonl"
+    want = _want(meta, plan, source)
+    with_unk = sorted(set(meta.unk.sample.tolist()))
+    moved = {s for s in with_unk if rng.random() < share}
+    meta_r = records.BlockResult(**{**meta.__dict__, "unk": _rendered(meta.unk, moved)})
+    assert len(meta_r.unk.rendered_sample) == len(moved) and meta_r.unk.tokens == meta.unk.tokens
+    got = indexes.block_index_rows(meta_r, plan, source, 8, 16)
+    assert got["unk_index.jsonl"] == want
+    assert got["stats"] == {"samples_with_unk": len(with_unk), "unk_tokens": len(meta.unk)}
+    assert meta_r.unk.row_parts() == meta.unk.row_parts() and meta_r.unk.samples == len(with_unk)
+    back = pickle.loads(pickle.dumps(meta_r, protocol=5))
+    assert indexes.block_index_rows(back, plan, source, 8, 16)["unk_index.jsonl"] == want
+
+
+def test_a_shared_unk_part_is_pickled_once():
+    part = unk_part(np.arange(400), np.zeros(400, np.int64), ["ệ"] * 400)
+    table = records.UnkTable(rendered_sample=np.arange(1000), rendered_count=np.full(1000, 400),
+                             rendered_text=[part] * 1000)
+    data = pickle.dumps(table, protocol=5)
+    assert len(part) * 1000 > 100 * len(data)
+    back = pickle.loads(data)
+    assert back.rendered_text == [part] * 1000 and back.tokens == 400_000 and back.samples == 1000
+    old = {k: v for k, v in table.__getstate__().items() if not k.startswith("rendered")}
+    older = records.UnkTable.__new__(records.UnkTable)
+    older.__setstate__(old)                         # a table pickled before rendered entries
+    assert older.tokens == 0 and older.rendered_text == []

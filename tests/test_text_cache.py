@@ -143,4 +143,4 @@ def test_block_results_with_recurring_values_equal_a_fresh_encoders(tmp_path, mo
     assert shared._texts.hits > 300 and not shared._repeats.entries
     for r, result in done:
         _same(result, encoder().encode_block(read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
-    assert sum(len(res.unk) for _, res in done) > 100
+    assert sum(res.unk.tokens for _, res in done) > 100
