@@ -16,8 +16,9 @@ import json
 import os
 import time
 
-FIELDS = ("instruction", "input", "output")
-LITERALS = ("\n\n", "\n\n")
+FIELDS = "instruction,input,output"
+#: The template's literal between two fields (``run.py``'s ``template``).
+LITERAL = "\n\n"
 
 
 def main(argv=None) -> None:
@@ -26,7 +27,9 @@ def main(argv=None) -> None:
     parser.add_argument("kind", choices=["sentencepiece", "hf_json"])
     parser.add_argument("tokenizer")
     parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--fields", default=FIELDS, help="text fields, comma-separated (default: %(default)s)")
     args = parser.parse_args(argv)
+    fields = args.fields.split(",")
 
     if args.kind == "sentencepiece":
         import sentencepiece as spm
@@ -47,7 +50,7 @@ def main(argv=None) -> None:
             return [e.ids for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
 
     start = time.perf_counter()
-    literal_tokens = sum(len(ids) for ids in encode(list(LITERALS)))
+    literal_tokens = sum(len(ids) for ids in encode([LITERAL] * (len(fields) - 1)))
     tokens = samples = 0
     batch: list = []
     with open(args.corpus, encoding="utf-8") as f:
@@ -55,9 +58,9 @@ def main(argv=None) -> None:
             if not line.strip():
                 continue
             record = json.loads(line)
-            batch.extend(record[name] for name in FIELDS)
+            batch.extend(record[name] for name in fields)
             samples += 1
-            if len(batch) >= args.batch * len(FIELDS):
+            if len(batch) >= args.batch * len(fields):
                 tokens += sum(map(len, encode(batch)))
                 batch = []
     if batch:

@@ -40,7 +40,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_SP = os.path.join(ROOT, "..", "shared", "realdata", "tokenizers", "t5_spiece_32000.model")
-TEMPLATE = "{instruction}\n\n{input}\n\n{output}"
+FIELDS = ("instruction", "input", "output")
 SIZES = [128, 256, 512, 1024, 2048, 4096]
 #: The performance targets on a 2-core machine with a 100 MB corpus (README, *Performance*).
 TARGET_OVER_BARE = {"sentencepiece": 1.0, "hf_json": 1.5}
@@ -112,7 +112,12 @@ def repeat_corpus(work: str, corpus: str, times: int) -> str:
     return path
 
 
-def ensure_bpe(work: str, corpus: str) -> tuple[str, str]:
+def template(fields) -> str:
+    """The job's template: the fields, a blank line between each two."""
+    return "\n\n".join("{%s}" % f for f in fields)
+
+
+def ensure_bpe(work: str, corpus: str, fields=FIELDS) -> tuple[str, str]:
     """A 32k byte-level BPE trained on the corpus; with padding (ours) and without (datatrove)."""
     path = os.path.join(work, "bpe32k.tokenizer.json")
     plain = os.path.join(work, "bpe32k.nopad.tokenizer.json")
@@ -133,7 +138,7 @@ def ensure_bpe(work: str, corpus: str) -> tuple[str, str]:
                     if len(line) > 100_000:
                         continue
                     record = json.loads(line)
-                    yield from (record["instruction"], record["input"], record["output"])
+                    yield from (record[f] for f in fields)
                     seen += len(line)
                     if seen > limit:
                         return
@@ -158,7 +163,7 @@ def ensure_datatrove(work: str) -> str:
     return python
 
 
-def render_for_datatrove(work: str, corpus: str, parts: int = 8) -> str:
+def render_for_datatrove(work: str, corpus: str, parts: int = 8, fields=FIELDS) -> str:
     """The corpus as rendered documents, split into files (datatrove's unit of parallelism)."""
     folder = os.path.join(work, f"rendered_{os.path.basename(corpus)}")
     if os.path.isdir(folder):
@@ -170,7 +175,7 @@ def render_for_datatrove(work: str, corpus: str, parts: int = 8) -> str:
             if not line.strip():
                 continue
             r = json.loads(line)
-            text = TEMPLATE.format(**r)
+            text = template(fields).format(**r)
             outs[n % parts].write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
     for o in outs:
         o.close()
@@ -178,11 +183,11 @@ def render_for_datatrove(work: str, corpus: str, parts: int = 8) -> str:
     return folder
 
 
-def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str) -> tuple[str, str]:
+def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str, fields=FIELDS) -> tuple[str, str]:
     out = os.path.join(work, f"out_{name}")
     shutil.rmtree(out, ignore_errors=True)
     job = {
-        "source": {"files": [corpus], "fields": [["instruction", "input", "output"]], "templates": [TEMPLATE]},
+        "source": {"files": [corpus], "fields": [list(fields)], "templates": [template(fields)]},
         "tokenizer": {"type": kind, "files": [tokenizer]},
         "units": {"sizes": [SIZES], "build_batch": [1024]},
         "output": {"dir": out, "samples_per_shard": [16384]},
@@ -194,10 +199,10 @@ def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str) -> tu
     return path, out
 
 
-def run_pipeline(work, name, corpus, kind, tokenizer, flags, fluent: bool = False) -> dict:
+def run_pipeline(work, name, corpus, kind, tokenizer, flags, fluent: bool = False, fields=FIELDS) -> dict:
     """One build in a fresh process: the CLI with ``flags``, or (``fluent``) a script
     calling the fluent API's ``run()`` with no runner, as a user's script would."""
-    path, out = job_file(work, name, corpus, kind, tokenizer)
+    path, out = job_file(work, name, corpus, kind, tokenizer, fields)
     if fluent:
         m = measure([sys.executable, os.path.join(HERE, "fluent_build.py"), path])
     else:
@@ -218,7 +223,8 @@ def row(label, m, tokens) -> str:
 
 def bench_tokenizer(args, work, corpus, kind, tokenizer, plain) -> None:
     print(f"\n== {kind}: {os.path.basename(tokenizer)} on {os.path.basename(corpus)} ==", flush=True)
-    bare = measure([sys.executable, os.path.join(HERE, "bare_loop.py"), corpus, kind, tokenizer],
+    bare = measure([sys.executable, os.path.join(HERE, "bare_loop.py"), corpus, kind, tokenizer,
+                    "--fields", ",".join(args.fields)],
                    env={"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"})
     tokens = json.loads(bare["stdout"])["tokens"]
     print(row("(a) bare single-thread loop", bare, tokens), flush=True)
@@ -228,14 +234,15 @@ def bench_tokenizer(args, work, corpus, kind, tokenizer, plain) -> None:
         ("in_memory", ["--direct_running_mode=in_memory", "--direct_num_workers=1"]),
         ("multi_process_2", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
     ):
-        m = run_pipeline(work, f"{kind}_{name}", corpus, kind, tokenizer, flags or [], fluent=flags is None)
+        m = run_pipeline(work, f"{kind}_{name}", corpus, kind, tokenizer, flags or [], fluent=flags is None,
+                         fields=args.fields)
         results[name] = m
         note = "" if m["tokens"] == tokens else f"  (tokens written {m['tokens']} != {tokens})"
         print(row(f"(b) pipeline {name} [{m['config']}]", m, tokens) + note, flush=True)
     dt = None
     if kind == "hf_json" and not args.skip_datatrove:
         python = ensure_datatrove(work)
-        docs = render_for_datatrove(work, corpus)
+        docs = render_for_datatrove(work, corpus, fields=args.fields)
         out = os.path.join(work, "out_datatrove")
         shutil.rmtree(out, ignore_errors=True)
         dt = measure([python, os.path.join(HERE, "datatrove_job.py"), docs, out, plain, "--workers", "2"])
@@ -279,12 +286,16 @@ def main(argv=None) -> None:
     parser.add_argument("--sp-model", default=DEFAULT_SP)
     parser.add_argument("--skip-datatrove", action="store_true")
     parser.add_argument("--scaling", action="store_true", help="also run the corpus x1 and x4")
-    parser.add_argument("--corpus", help="use this JSONL (instruction/input/output records) instead of "
-                                         "the generated corpus; --scaling then repeats it 4 times")
+    parser.add_argument("--corpus", help="use this JSONL instead of the generated corpus; --scaling then "
+                                         "repeats it 4 times")
+    parser.add_argument("--fields", default=",".join(FIELDS),
+                        help="the records' text fields, comma-separated (default: %(default)s); "
+                             "the template joins them with a blank line")
     parser.add_argument("--scaling-corpus", metavar="F",
                         help="with --scaling: this corpus of four times the size instead of the corpus "
                              "repeated (e.g. a 400 MB --recombine corpus: no sample repeats at x4 either)")
     args = parser.parse_args(argv)
+    args.fields = tuple(args.fields.split(","))
     os.makedirs(args.work, exist_ok=True)
     import platform
 
@@ -297,17 +308,18 @@ def main(argv=None) -> None:
             sys.exit(f"SentencePiece model not found: {args.sp_model} (pass --sp-model)")
         bench_tokenizer(args, args.work, corpus, "sentencepiece", args.sp_model, args.sp_model)
     if "bpe" in kinds:
-        path, plain = ensure_bpe(args.work, corpus)
+        path, plain = ensure_bpe(args.work, corpus, args.fields)
         bench_tokenizer(args, args.work, corpus, "hf_json", path, plain)
     if args.scaling:
         if args.scaling_corpus:
             big = os.path.abspath(args.scaling_corpus)
         else:
             big = ensure_corpus(args.work, args.mb * 4) if not args.corpus else repeat_corpus(args.work, corpus, 4)
-        kind, tok = ("sentencepiece", args.sp_model) if "sp" in kinds else ("hf_json", ensure_bpe(args.work, corpus)[0])
+        kind, tok = (("sentencepiece", args.sp_model) if "sp" in kinds
+                     else ("hf_json", ensure_bpe(args.work, corpus, args.fields)[0]))
         print(f"\n== scaling: default pipeline, {kind} ==", flush=True)
-        one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [], fluent=True)
-        four = run_pipeline(args.work, "scale_x4", big, kind, tok, [], fluent=True)
+        one = run_pipeline(args.work, "scale_x1", corpus, kind, tok, [], fluent=True, fields=args.fields)
+        four = run_pipeline(args.work, "scale_x4", big, kind, tok, [], fluent=True, fields=args.fields)
         mb, big_mb = os.path.getsize(corpus) / 1e6, os.path.getsize(big) / 1e6
         print(f"x1 {mb:.0f} MB: {one['wall']:7.2f} s {one['peak_rss'] / 2**20:7.0f} MiB   "
               f"x{big_mb / mb:.0f} {big_mb:.0f} MB: {four['wall']:7.2f} s {four['peak_rss'] / 2**20:7.0f} MiB   "
