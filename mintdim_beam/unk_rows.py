@@ -85,12 +85,6 @@ class UnkTable:
     def tokens(self) -> int:
         return len(self.sample) + int(self.rendered_count.sum())
 
-    @property
-    def samples(self) -> int:
-        """Samples with UNK: one ``unk_index.jsonl`` row each."""
-        distinct = int(np.count_nonzero(self.sample[1:] != self.sample[:-1])) + 1 if len(self.sample) else 0
-        return distinct + len(self.rendered_sample)
-
     def row_parts(self) -> list:
         """``(sample, UNK part)`` of every row, in sample order: what the table means,
         whichever entries hold it (two tables are the same audit if these are equal)."""

@@ -128,7 +128,7 @@ def test_rendered_unk_parts_write_the_rows_columns_write(share):
     got = indexes.block_index_rows(meta_r, plan, source, 8, 16)
     assert got["unk_index.jsonl"] == want
     assert got["stats"] == {"samples_with_unk": len(with_unk), "unk_tokens": len(meta.unk)}
-    assert meta_r.unk.row_parts() == meta.unk.row_parts() and meta_r.unk.samples == len(with_unk)
+    assert meta_r.unk.row_parts() == meta.unk.row_parts() and len(meta.unk.row_parts()) == len(with_unk)
     back = pickle.loads(pickle.dumps(meta_r, protocol=5))
     assert indexes.block_index_rows(back, plan, source, 8, 16)["unk_index.jsonl"] == want
 
@@ -140,7 +140,7 @@ def test_a_shared_unk_part_is_pickled_once():
     data = pickle.dumps(table, protocol=5)
     assert len(part) * 1000 > 100 * len(data)
     back = pickle.loads(data)
-    assert back.rendered_text == [part] * 1000 and back.tokens == 400_000 and back.samples == 1000
+    assert back.rendered_text == [part] * 1000 and back.tokens == 400_000
     old = {k: v for k, v in table.__getstate__().items() if not k.startswith("rendered")}
     older = records.UnkTable.__new__(records.UnkTable)
     older.__setstate__(old)                         # a table pickled before rendered entries

@@ -130,6 +130,8 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
     for r, result in done:
         _same(result, encoder().encode_block(read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
     assert sum(res.unk.tokens for _, res in done) >= 6
+    # Repeats with UNK tokens carry their kept UNK part, not their tokens again.
+    assert sum(len(res.unk.rendered_sample) for _, res in done) >= 20
 
 
 def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
