@@ -155,27 +155,22 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
 
 def _int_runs(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list:
     """``"v,v,v"`` of ``values[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty,
-    consecutive): one comma-joined text, sliced at its commas."""
-    top = int(values.max()) if len(values) else 0
-    if 0 <= int(values.min()) and top < 1 << 16:     # token positions, segment indices
-        text = ",".join(map(_decimal(top).__getitem__, values.tolist()))
-    else:
-        text = ",".join(map(str, values.tolist()))
-    commas = np.flatnonzero(np.frombuffer(text.encode("ascii"), np.uint8) == 44)
-    return _slices(text, commas, starts, ends)
+    consecutive): one comma-joined text, sliced per run.
 
+    Arrow's cast writes every value's decimal digits (as ``str`` does) in C++, and its
+    offsets say where each value starts, so no Python object is made per value (three
+    times faster than joining ``str`` values over millions of UNK tokens).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-_DECIMALS = tuple(map(str, range(4096)))
-
-
-def _decimal(top: int) -> tuple:
-    """``str(i)`` for every ``i <= top``: a lookup is cheaper than a conversion. (A new
-    tuple replaces a short one, so threads never see a table being filled.)"""
-    global _DECIMALS
-    table = _DECIMALS
-    if len(table) <= top:
-        table = _DECIMALS = tuple(map(str, range(max(top + 1, 2 * len(table)))))
-    return table
+    items = pc.cast(pa.array(np.asarray(values, np.int64)), pa.large_string())
+    whole = pa.LargeListArray.from_arrays(pa.array([0, len(items)], pa.int64()), items)
+    text = pc.binary_join(whole, pa.scalar(",", pa.large_string()))[0].as_py()
+    offsets = np.frombuffer(items.buffers()[1], np.int64)[items.offset:items.offset + len(items) + 1]
+    shift = np.arange(len(items) + 1, dtype=np.int64)     # one comma before each later item
+    begin, finish = offsets[:-1] + shift[:-1], offsets[1:] + shift[:-1]
+    return list(map(text.__getitem__, map(slice, begin[starts].tolist(), finish[ends - 1].tolist())))
 
 
 def _json_string_runs(unk, starts: np.ndarray, ends: np.ndarray) -> list:
