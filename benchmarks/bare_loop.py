@@ -1,11 +1,12 @@
 """The baseline: a bare single-thread loop that parses, renders and encodes the same segments.
 
-    python benchmarks/bare_loop.py CORPUS.jsonl KIND TOKENIZER [--batch 1024]
+    python benchmarks/bare_loop.py CORPUS.jsonl KIND TOKENIZER [--batch 1024] [--fields A,B,C]
 
 It does the minimum a correct tool must do — parse each JSON line, render the
 template's field segments, encode every segment exactly (literals once) — in one thread
 and nothing else: no hashing, no indexes, no shards. ``KIND`` is ``sentencepiece`` or
-``hf_json``. Prints one JSON line: tokens, seconds, tokens/s. The HF tokenizer's own
+``hf_json``; the template is the fields (default instruction, input, output) with a
+blank line between each two, as ``run.py`` declares it. Prints one JSON line: tokens, seconds, tokens/s. The HF tokenizer's own
 thread pool is limited to one thread by the caller (``RAYON_NUM_THREADS=1``).
 """
 

@@ -1,7 +1,7 @@
 """Throughput and memory of the unit build, measured against baselines in one run.
 
     python benchmarks/run.py [--mb 100] [--tokenizers sp,bpe] [--skip-datatrove] [--scaling]
-                             [--corpus F] [--scaling-corpus F4]
+                             [--corpus F] [--fields A,B,C] [--scaling-corpus F4]
 
 On the same generated corpus (``make_corpus.py``) and the same tokenizer it measures,
 each in a fresh process, whole-process wall time and peak RSS (summed over the process
