@@ -6,8 +6,9 @@ It does the minimum a correct tool must do — parse each JSON line, render the
 template's field segments, encode every segment exactly (literals once) — in one thread
 and nothing else: no hashing, no indexes, no shards. ``KIND`` is ``sentencepiece`` or
 ``hf_json``; the template is the fields (default instruction, input, output) with a
-blank line between each two, as ``run.py`` declares it. Prints one JSON line: tokens, seconds, tokens/s. The HF tokenizer's own
-thread pool is limited to one thread by the caller (``RAYON_NUM_THREADS=1``).
+blank line between each two, as ``run.py`` declares it. Prints one JSON line: tokens,
+seconds, tokens/s. The HF tokenizer's own thread pool is limited to one thread by the
+caller (``RAYON_NUM_THREADS=1``).
 """
 
 from __future__ import annotations
