@@ -53,7 +53,7 @@ def _want(meta, plan, source) -> str:
 
 @pytest.mark.parametrize("pool, max_position", [
     (TRICKY, 50),                                   # escapes, noncharacters as content
-    (TRICKY + ["x"] * 10, 70000),                   # positions past the decimal table
+    (TRICKY + ["x"] * 10, 70000),                   # five-digit positions
     (["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", "ok"], 9),   # every separator taken
 ])
 def test_unk_rows_equal_json_dumps(pool, max_position):
