@@ -177,13 +177,13 @@ def _json_string_runs(unk, starts: np.ndarray, ends: np.ndarray) -> list:
     """``'"a","b"'`` (as ``json.dumps(..., ensure_ascii=False)`` writes the items) of
     ``unk.chars[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty, consecutive).
 
-    The strings are joined with a separator none of them holds (``join_unique``, or the
-    join the table was pickled as), which is not ASCII, so the JSON encoder leaves it as
-    it is and no escape can produce it.
+    The strings are joined with a separator none of them holds (``CharColumn.joined``),
+    which is not ASCII, so the JSON encoder leaves it as it is and no escape can
+    produce it.
     """
-    found = unk.joined_chars()
+    found = unk.chars.joined()
     if found is None:   # every separator occurs in the strings: item by item
-        items = list(map(json_string, unk.chars))
+        items = list(map(json_string, unk.chars.tolist()))
         return [",".join(items[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
     sep, joined = found
     text = json_string(joined)[1:-1]

@@ -21,7 +21,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from bisect import bisect_left
-from itertools import accumulate, chain, compress, starmap
+from itertools import accumulate, chain, starmap
 from typing import Iterable, Optional
 
 import numpy as np
@@ -33,7 +33,7 @@ from .shard_format import layout_units
 from .template import FieldTypeError, render_value
 from .tokenizers import Tokenizer
 from .text_cache import Rest, TextCache
-from .unk_rows import UnkTable, unk_part
+from .unk_rows import CharColumn, UnkTable, unk_part
 
 # Sample status codes kept per sample in BlockResult.status.
 OK = 0            # written to a declared unit
@@ -238,8 +238,11 @@ class BlockEncoder:
             j: np.asarray(tokenizer.encode(s.text), dtype=np.int64)
             for j, s in enumerate(self.segments) if not s.is_field
         }
-        self.literal_unk_chars = {
-            j: tokenizer.unk_substrings(self.segments[j].text)
+        # Each literal's UNK substrings, one per UNK token ("" past what the tokenizer
+        # reported), taken for every sample that writes the literal.
+        self._literal_unk_column = {
+            j: CharColumn.of(_pick(tokenizer.unk_substrings(self.segments[j].text), q)
+                             for q in range(int((toks == tokenizer.unk_id).sum())))
             for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
         }
         # Literal tokens appended after a batch's field tokens, for the record layout.
@@ -539,12 +542,13 @@ class BlockEncoder:
         Tokenizer calls of at most ``build_batch`` samples' worth of texts, in order, so
         that their concatenation is the encoding of ``texts``; then the source substring
         of every UNK token (``unk_chars[i]`` for ``flat[unk_hits[i]]``), which needs a
-        second tokenizer pass over the texts that hold one. Both passes release the
-        GIL, so they overlap the parsing of later slices.
+        second tokenizer pass over the texts that hold one (a ``CharColumn``, no string
+        per token). Both passes release the GIL, so they overlap the parsing of later
+        slices.
         """
         flat, lengths = self._texts.encode(texts, self._encode_calls)
         hits = np.nonzero(flat == self.tok.unk_id)[0]
-        chars: list = []
+        chars = CharColumn()
         if len(hits):
             starts = np.cumsum(lengths) - lengths
             owner = np.searchsorted(starts, hits, side="right") - 1
@@ -554,8 +558,8 @@ class BlockEncoder:
             positions = local.tolist()
             cuts = bounds.tolist()
             cuts.append(len(positions))
-            chars = self.tok.unk_substrings_at([texts[o] for o in owner[bounds].tolist()],
-                                               [positions[a:b] for a, b in zip(cuts, cuts[1:])])
+            chars = self.tok.unk_column_at([texts[o] for o in owner[bounds].tolist()],
+                                           [positions[a:b] for a, b in zip(cuts, cuts[1:])])
         return flat, lengths, hits, chars
 
     def _encode_calls(self, texts: list) -> tuple:
@@ -581,7 +585,7 @@ class BlockEncoder:
         nf = len(self.field_slots)
         flat = np.zeros(0, np.int64)
         flat_starts = np.zeros(0, np.int64)
-        unk_hits, unk_chars = np.zeros(0, np.int64), []
+        unk_hits, unk_chars = np.zeros(0, np.int64), CharColumn()
         if G and nf:
             flat, lens, unk_hits, unk_chars = pb.encoded.result()
             lens = lens.reshape(nf, G)
@@ -701,7 +705,7 @@ class BlockEncoder:
             for k in range(slots):
                 lengths[self._slot_field[k]] = len(pb.texts[k * G + g])
             record = records[u][r]
-            chars = [unk.chars[i] for i in mine.tolist()]
+            chars = unk.chars.take(mine).tolist() if len(mine) else []
             self._repeats.keep(pb.digests[p].tobytes(), _Finished(
                 tuple(lengths), u, int(record[1:1 + self.n].sum()), record.copy(), len(chars),
                 unk_part(unk.position[mine], unk.segment[mine], chars) if chars else ""))
@@ -751,8 +755,7 @@ class BlockEncoder:
         if not G:
             return UnkTable()
         unk_id = self.tok.unk_id
-        rows, segs, locs = [], [], []
-        chars: list = []
+        rows, segs, locs, chars = [], [], [], []
         if len(hits):
             owner = np.searchsorted(flat_starts, hits, side="right") - 1
             local = hits - flat_starts[owner]
@@ -760,14 +763,14 @@ class BlockEncoder:
             j = self._field_slot_array[owner // G]
             keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
             if keep.all():
-                chars.extend(hit_chars)
+                chars.append(hit_chars)
             else:
-                chars.extend(compress(hit_chars, keep.tolist()))
+                chars.append(hit_chars.take(np.flatnonzero(keep)))
                 local, r, j = local[keep], r[keep], j[keep]
             rows.append(r)
             segs.append(j)
             locs.append(local)
-        for j, lit_chars in self.literal_unk_chars.items():
+        for j, lit_chars in self._literal_unk_column.items():
             lit_local = np.nonzero(self.literal_tokens[j] == unk_id)[0]
             r = np.repeat(np.arange(G), len(lit_local))
             local = np.tile(lit_local, G)
@@ -776,14 +779,16 @@ class BlockEncoder:
             rows.append(r[keep])
             segs.append(np.full(int(keep.sum()), j, np.int64))
             locs.append(local[keep])
-            chars.extend(_pick(lit_chars, q) for q in rank[keep].tolist())
-        if not chars:
+            chars.append(lit_chars.take(rank[keep]))
+        if not rows:
             return UnkTable()
         rows, segs, locs = np.concatenate(rows), np.concatenate(segs), np.concatenate(locs)
+        if not len(rows):
+            return UnkTable()
         positions = (np.cumsum(written, axis=1) - written)[rows, segs] + locs
         order = np.lexsort((positions, rows))
         samples = base + np.asarray(good, np.int64)[rows[order]]
-        return UnkTable(samples, positions[order], segs[order], [chars[i] for i in order.tolist()])
+        return UnkTable(samples, positions[order], segs[order], CharColumn.concat(chars).take(order))
 
     def _merge(self, parts: list[dict], n_lines: int) -> BlockResult:
         res = BlockResult(n_lines=n_lines)

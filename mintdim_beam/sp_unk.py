@@ -26,8 +26,12 @@ from the number of UNK tokens sends that text to the proto path. Any other model
 from __future__ import annotations
 
 import re
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Callable, Optional
+
+import numpy as np
+
+from .unk_rows import CharColumn
 
 #: TrainerSpec.model_type values (sentencepiece_model.proto).
 UNIGRAM = 1
@@ -109,6 +113,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
     """A function ``text -> [source substring of each UNK token, in order]``, or None.
 
+    Its ``column(texts)`` attribute gives the same for many texts at once, as
+    ``(CharColumn of every text's substrings in order, the text index of each)``.
+
     None when the argument above does not hold for this model: not Unigram, byte
     fallback on, a usable piece holding a character with no piece of its own, a
     sentencepiece release without ``normalize(..., with_offsets=True)``, or a probe
@@ -135,6 +142,9 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     split = re.compile("(" + unknown_class + ")").split
     findall = re.compile(unknown_class).findall
     normalize = sp.normalize
+    # The extension's own call, without the wrapper's checks (a tenth of the audit's
+    # time on text the model cannot spell); the probes below check it too.
+    normalize_plain = getattr(getattr(sp, "_processor", None), "_Normalize", None) or normalize
     # The aligned path: a text the normalizer changed only in its whitespace (escaped
     # as "▁", runs of it collapsed to one, leading and trailing whitespace dropped, the
     # dummy prefix added) needs no offsets, because no run holds whitespace: each run
@@ -145,20 +155,23 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     # none. "▁" must be known so that no run holds an escaped space.
     aligned = normalizer in BUILTIN_NORMALIZERS and "\u2581" in known
 
+    known_table = np.zeros(0x110000, bool)
+    known_table[[ord(c) for c in known]] = True
+
     def make_runs(collapsed: bool):
-        def runs(text: str) -> list:
+        def unchanged(text: str, normalized: str) -> bool:
+            """Whether the normalizer changed ``text`` only in its whitespace."""
             # Most texts have single spaces only: escaping them is all the check needs.
-            simple = "\n" not in text and "  " not in text and text[:1] != " " and text[-1:] != " "
-            if aligned and (simple or collapsed):
-                normalized = normalize(text)
-                if simple:
-                    plain = text.replace(" ", "\u2581")
-                    if normalized == plain or normalized == "\u2581" + plain:
-                        return findall(normalized)
-                if collapsed:
-                    plain = "\u2581".join(text.split())
-                    if normalized == plain or normalized == "\u2581" + plain:
-                        return findall(normalized)
+            if "\n" not in text and "  " not in text and text[:1] != " " and text[-1:] != " ":
+                plain = text.replace(" ", "\u2581")
+                if normalized == plain or normalized == "\u2581" + plain:
+                    return True
+            if collapsed:
+                plain = "\u2581".join(text.split())
+                return normalized == plain or normalized == "\u2581" + plain
+            return False
+
+        def with_offsets(text: str) -> list:
             normalized, offsets = normalize(text, with_offsets=True)
             parts = split(normalized)       # known, unknown, known, ..., known
             if len(parts) == 1:
@@ -166,6 +179,39 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
             ends = list(accumulate(map(len, parts)))
             return [text[offsets[ends[i - 1]]:offsets[ends[i]]] for i in range(1, len(parts), 2)]
 
+        def runs(text: str) -> list:
+            if aligned:
+                normalized = normalize_plain(text)
+                if unchanged(text, normalized):
+                    return findall(normalized)
+            return with_offsets(text)
+
+        def column(texts: list) -> tuple:
+            """``(CharColumn of every text's runs, in order; the text of each run)``."""
+            plain: list = []
+            other: list = []
+            if aligned:
+                normalized = list(map(normalize_plain, texts))
+                for i, (text, n) in enumerate(zip(texts, normalized)):
+                    (plain if unchanged(text, n) else other).append(i)
+            else:
+                other = list(range(len(texts)))
+            parts, owners = [], []
+            if plain:
+                found, owner = _unknown_runs([normalized[i] for i in plain], known_table)
+                parts.append(found)
+                owners.append(np.asarray(plain, np.int64)[owner])
+            if other:
+                found = [with_offsets(texts[i]) for i in other]
+                parts.append(CharColumn.of(chain.from_iterable(found)))
+                owners.append(np.repeat(np.asarray(other, np.int64), [len(f) for f in found]))
+            if len(parts) == 1:
+                return parts[0], owners[0]
+            owner = np.concatenate(owners)
+            order = np.argsort(owner, kind="stable")
+            return CharColumn.concat(parts).take(order), owner[order]
+
+        runs.column = column
         return runs
 
     probes = (_PROBE, "".join(sorted(known))[:200] + _PROBE, "x", *_WHITESPACE_PROBES)
@@ -176,12 +222,33 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
             ids = sp.encode(probe)
             wanted.append(proto_substrings([probe], [[k for k, t in enumerate(ids) if t == unk_id]]))
         # Whitespace collapsed without offsets if the probes agree, else only spaces.
+        flat = [s for w in wanted for s in w]
+        owners = [k for k, w in enumerate(wanted) for _ in w]
         for runs in (make_runs(True), make_runs(False)):
             if [runs(probe) for probe in probes] == wanted:
-                return runs
+                found, owner = runs.column(list(probes))
+                if found.tolist() == flat and owner.tolist() == owners:
+                    return runs
     except (TypeError, ValueError, RuntimeError):   # no normalize offsets in this release
         return None
     return None
+
+
+def _unknown_runs(normalized: list, known_table: np.ndarray) -> tuple:
+    """The maximal runs of characters outside ``known_table`` of each normalized text:
+    ``(CharColumn of the runs in order, the text of each run)``.
+
+    All texts at once, with numpy over their code points: joined by "▁" (a known
+    character, so no run spans two texts), looked up in the table, runs cut where the
+    lookup changes. No Python string is made per run.
+    """
+    codes = np.frombuffer("\u2581".join(normalized).encode("utf-32-le", "surrogatepass"), np.uint32)
+    unknown = ~known_table[codes]
+    change = np.diff(unknown.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, stops = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    begins = np.cumsum(np.fromiter(map(len, normalized), np.int64, len(normalized)) + 1)
+    owner = np.searchsorted(begins, starts, side="right")     # texts whose end is at or before the run
+    return CharColumn(codes[unknown], np.cumsum(stops - starts)), owner
 
 
 def _char_class(chars) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
 from .sp_unk import unk_runs
+from .unk_rows import CharColumn
 
 _UNSET = object()
 
@@ -104,6 +105,10 @@ class Tokenizer:
         tokens' offsets are looked up, in one tokenizer call for all texts.
         """
         raise NotImplementedError
+
+    def unk_column_at(self, texts: Sequence[str], positions: Sequence[Sequence[int]]) -> CharColumn:
+        """:meth:`unk_substrings_at` as a :class:`CharColumn` (what the encoder keeps)."""
+        return CharColumn.of(self.unk_substrings_at(texts, positions))
 
     def decode(self, ids: Sequence[int]) -> str:
         raise NotImplementedError
@@ -214,23 +219,27 @@ class SentencePieceTokenizer(Tokenizer):
         return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
 
     def unk_substrings_at(self, texts, positions):
+        return self.unk_column_at(texts, positions).tolist()
+
+    def unk_column_at(self, texts, positions):
         """``positions`` must list every UNK token of each text (both callers do).
 
-        A Unigram model takes the runs of unknown characters (``sp_unk``); a text whose
-        run count differs, and any other model, take the protos.
+        A Unigram model takes the runs of unknown characters (``sp_unk``), all texts at
+        once; a text whose run count differs, and any other model, take the protos.
         """
         runs = self._unk_runs
         if runs is None:
-            return self._proto_unk_substrings(texts, positions)
-        found = [runs(text) for text in texts]
-        redo = [i for i, (got, wanted) in enumerate(zip(found, positions)) if len(got) != len(wanted)]
-        if redo:
-            again = self._proto_unk_substrings([texts[i] for i in redo], [positions[i] for i in redo])
-            at = 0
-            for i in redo:
-                found[i] = again[at:at + len(positions[i])]
-                at += len(positions[i])
-        return list(chain.from_iterable(found))
+            return CharColumn.of(self._proto_unk_substrings(texts, positions))
+        texts = list(texts)
+        found, owner = runs.column(texts)
+        wanted = np.fromiter(map(len, positions), np.int64, len(texts))
+        redo = np.flatnonzero(np.bincount(owner, minlength=len(texts)) != wanted)
+        if not len(redo):
+            return found
+        again = self._proto_unk_substrings([texts[i] for i in redo.tolist()], [positions[i] for i in redo.tolist()])
+        kept = np.flatnonzero(~np.isin(owner, redo))
+        owner = np.concatenate([owner[kept], np.repeat(redo, wanted[redo])])
+        return CharColumn.concat([found.take(kept), CharColumn.of(again)]).take(np.argsort(owner, kind="stable"))
 
     def _proto_unk_substrings(self, texts, positions):
         # Serialized protos are produced in C++ (threaded) and parsed by upb; only the

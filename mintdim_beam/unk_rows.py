@@ -3,7 +3,8 @@
 ``unk_index.jsonl`` has one row per written sample that holds UNK, listing every UNK
 token's payload position, field index and source substring. A block of a script the
 tokenizer cannot spell holds millions of them, so :class:`UnkTable` keeps the tokens as
-columns (numpy arrays and one list of strings), never an object per token.
+columns (numpy arrays, the substrings as code points in a :class:`CharColumn`), never an
+object per token.
 
 A row ends with its *UNK part*, everything after ``source_line``::
 
@@ -34,18 +35,95 @@ UNK_PART = '"unk_count":%d,"unk_positions":[%s],"unk_field_indices":[%s],"unk_ch
 json_string = json.encoder.encode_basestring
 
 # Separators for joining many strings into one: non-ASCII code points that text hardly
-# holds (noncharacters, then private use); ``join_unique`` takes the first none holds.
+# holds (noncharacters, then private use); the first that none holds is taken.
 _SEPARATORS = ("\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000")
 
+# Code points as text and back. "surrogatepass": a source substring is any str.
+_UTF32 = "utf-32-le"
 
-def join_unique(strings: list) -> Optional[tuple]:
-    """``(sep, sep.join(strings))`` with a separator that occurs in none of the strings
-    (so ``joined.split(sep)`` gives them back), or None if each separator occurs."""
-    for sep in _SEPARATORS:
-        joined = sep.join(strings)
-        if joined.count(sep) == len(strings) - 1:
-            return sep, joined
-    return None
+
+def _ends(lengths) -> np.ndarray:
+    return np.cumsum(np.asarray(lengths, np.int64), dtype=np.int64)
+
+
+@dataclass
+class CharColumn:
+    """Many short strings as one array of their code points and each one's end.
+
+    A block of a script the tokenizer cannot spell has millions of UNK tokens, each
+    with its source substring. As Python strings each costs an object to make, sort,
+    pickle and join again; as a column they move with numpy (filter, reorder, concat)
+    and become text once, when the index rows are written.
+    """
+
+    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    ends: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @classmethod
+    def of(cls, strings) -> "CharColumn":
+        strings = list(strings)
+        return cls.from_text("".join(strings), np.fromiter(map(len, strings), np.int64, len(strings)))
+
+    @classmethod
+    def from_text(cls, text: str, lengths) -> "CharColumn":
+        """The strings that are consecutive pieces of ``text``, ``lengths`` characters each."""
+        codes = np.frombuffer(text.encode(_UTF32, "surrogatepass"), np.uint32)
+        return cls(codes, _ends(lengths))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, CharColumn) and np.array_equal(self.ends, other.ends)
+                and np.array_equal(self.codes, other.codes))
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.ends, prepend=0)
+
+    def text(self) -> str:
+        """Every string, concatenated."""
+        return self.codes.tobytes().decode(_UTF32, "surrogatepass")
+
+    def tolist(self) -> list:
+        text = self.text()
+        return list(map(text.__getitem__, map(slice, np.r_[0, self.ends[:-1]].tolist(), self.ends.tolist())))
+
+    def take(self, index) -> "CharColumn":
+        """The strings at ``index`` (integer positions, any order, repeats allowed)."""
+        index = np.asarray(index, np.int64)
+        lengths = self.lengths[index]
+        starts = self.ends[index] - lengths
+        total = int(lengths.sum())
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return CharColumn(self.codes[np.repeat(starts, lengths) + within], _ends(lengths))
+
+    @staticmethod
+    def concat(columns) -> "CharColumn":
+        columns = [c for c in columns if len(c)]
+        if len(columns) < 2:
+            return columns[0] if columns else CharColumn()
+        shift = np.cumsum([0] + [len(c.codes) for c in columns[:-1]])
+        return CharColumn(np.concatenate([c.codes for c in columns]),
+                          np.concatenate([c.ends + int(k) for c, k in zip(columns, shift)]))
+
+    def joined(self) -> Optional[tuple]:
+        """``(sep, sep.join(strings))`` for a separator none of the strings holds (so
+        its occurrences are exactly the joins), or None if each separator occurs."""
+        for sep in _SEPARATORS:
+            if not (self.codes == ord(sep)).any():
+                break
+        else:
+            return None
+        n = len(self.ends)
+        if n == 0:
+            return sep, ""
+        at = self.ends[:-1] + np.arange(n - 1)          # each separator's place
+        out = np.full(len(self.codes) + n - 1, ord(sep), np.uint32)
+        keep = np.ones(len(out), bool)
+        keep[at] = False
+        out[keep] = self.codes
+        return sep, out.tobytes().decode(_UTF32, "surrogatepass")
 
 
 def unk_part(positions: np.ndarray, segments: np.ndarray, chars: list) -> str:
@@ -63,19 +141,23 @@ class UnkTable:
     """The UNK tokens of a block's written samples.
 
     Column entries, one per token, sorted by local sample, then payload position:
-    ``sample``, ``position``, ``segment`` and ``chars`` (each token's source substring).
-    Rendered entries, one per sample, in sample order: ``rendered_sample``,
-    ``rendered_count`` (its UNK tokens) and ``rendered_text`` (its UNK part). A sample
-    is in one or the other, never both.
+    ``sample``, ``position``, ``segment`` and ``chars`` (each token's source substring,
+    a :class:`CharColumn`; a list of strings is taken too). Rendered entries, one per
+    sample, in sample order: ``rendered_sample``, ``rendered_count`` (its UNK tokens) and
+    ``rendered_text`` (its UNK part). A sample is in one or the other, never both.
     """
 
     sample: np.ndarray = field(default_factory=_ints)
     position: np.ndarray = field(default_factory=_ints)
     segment: np.ndarray = field(default_factory=_ints)
-    chars: list = field(default_factory=list)
+    chars: CharColumn = field(default_factory=CharColumn)
     rendered_sample: np.ndarray = field(default_factory=_ints)
     rendered_count: np.ndarray = field(default_factory=_ints)
     rendered_text: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.chars, CharColumn):
+            self.chars = CharColumn.of(self.chars)
 
     def __len__(self) -> int:
         """Column entries (UNK tokens not rendered); ``tokens`` counts them all."""
@@ -90,41 +172,22 @@ class UnkTable:
         whichever entries hold it (two tables are the same audit if these are equal)."""
         rows = list(zip(self.rendered_sample.tolist(), self.rendered_text))
         if len(self):
+            chars = self.chars.tolist()
             starts = np.flatnonzero(np.r_[True, self.sample[1:] != self.sample[:-1]])
             for a, b in zip(starts.tolist(), np.r_[starts[1:], len(self)].tolist()):
-                rows.append((int(self.sample[a]), unk_part(self.position[a:b], self.segment[a:b], self.chars[a:b])))
+                rows.append((int(self.sample[a]), unk_part(self.position[a:b], self.segment[a:b], chars[a:b])))
         return sorted(rows)
 
-    def joined_chars(self) -> Optional[tuple]:
-        """``join_unique(chars)``: kept from unpickling when the table came that way
-        (the index writer joins the strings again, so they need not be split)."""
-        packed = self.__dict__.get("_packed")
-        return packed if packed is not None else join_unique(self.chars)
-
-    def __getstate__(self) -> dict:
-        # Millions of short strings pickle one by one; joined, they are one string.
-        state = {k: v for k, v in self.__dict__.items() if k != "_packed"}
-        found = self.joined_chars() if len(self) > 1 else None
-        if found is not None:
-            state["chars"] = found
-        return state
-
     def __setstate__(self, state: dict) -> None:
+        # Tables pickled before rendered entries, or with their strings as a list or as
+        # a (separator, joined text) that splits into them, load as today's.
         state = {"rendered_sample": _ints(), "rendered_count": _ints(), "rendered_text": [], **state}
-        if isinstance(state["chars"], tuple):
-            # Split on first use of ``chars`` (see __getattr__), if ever.
-            self.__dict__.update({k: v for k, v in state.items() if k != "chars"}, _packed=state["chars"])
-            return
+        chars = state["chars"]
+        if isinstance(chars, tuple):
+            chars = chars[1].split(chars[0])
+        if not isinstance(chars, CharColumn):
+            state["chars"] = CharColumn.of(chars)
         self.__dict__.update(state)
-
-    def __getattr__(self, name: str):
-        # Only reached for attributes not set: ``chars`` of a table unpickled packed.
-        packed = self.__dict__.get("_packed")
-        if name != "chars" or packed is None:
-            raise AttributeError(name)
-        sep, joined = packed
-        chars = self.__dict__["chars"] = joined.split(sep)
-        return chars
 
     @staticmethod
     def concat(tables: list) -> "UnkTable":
@@ -134,6 +197,6 @@ class UnkTable:
             return tables[0] if tables else UnkTable()
         cat = np.concatenate
         return UnkTable(cat([t.sample for t in tables]), cat([t.position for t in tables]),
-                        cat([t.segment for t in tables]), [c for t in tables for c in t.chars],
+                        cat([t.segment for t in tables]), CharColumn.concat([t.chars for t in tables]),
                         cat([t.rendered_sample for t in tables]), cat([t.rendered_count for t in tables]),
                         [x for t in tables for x in t.rendered_text])

@@ -11,7 +11,7 @@ import pytest
 
 from mintdim_beam import indexes, records
 from mintdim_beam.plan import BlockPlan
-from mintdim_beam.unk_rows import unk_part
+from mintdim_beam.unk_rows import CharColumn, unk_part
 
 TRICKY = ['"', "\\", "\n", "\x00", "\x1f", "", "\uffff", "\ufffe", "漢字", "🙂", "a\"b\\c", "\U0010ffff",
           "\ue000", "\u2028", "\x7f", "Q:", "\ud7ff"]
@@ -40,13 +40,14 @@ def _block(rng, n_samples: int, chars_pool: list, max_position: int):
 def _want(meta, plan, source) -> str:
     rows = []
     unk = meta.unk
+    chars = unk.chars.tolist()
     for s in sorted(set(unk.sample.tolist())):
         at = np.flatnonzero(unk.sample == s)
         rows.append(indexes.dumps_row({
             "sample_id": plan.sample_offset + s, "hash": meta.digests[s].tobytes().hex(),
             "source_file": source, "source_line": plan.line_offset + 1 + int(meta.local_line[s]),
             "unk_count": len(at), "unk_positions": unk.position[at].tolist(),
-            "unk_field_indices": unk.segment[at].tolist(), "unk_chars": [unk.chars[i] for i in at.tolist()],
+            "unk_field_indices": unk.segment[at].tolist(), "unk_chars": [chars[i] for i in at.tolist()],
         }))
     return "".join(rows)
 
@@ -66,23 +67,39 @@ def test_unk_rows_equal_json_dumps(pool, max_position):
 
 
 @pytest.mark.parametrize("pool", [TRICKY, ["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", ""]])
-def test_unk_table_pickles_its_strings_joined_and_back(pool):
+def test_unk_table_keeps_its_strings_as_code_points(pool):
+    """A list of strings goes in, the same strings come out: through the column's own
+    operations, a pickle, and the (separator, joined) form tables were pickled in."""
     rng = random.Random(5)
     chars = [rng.choice(pool) for _ in range(5000)]
     table = records.UnkTable(np.arange(5000), np.arange(5000), np.zeros(5000, np.int64), chars)
+    assert isinstance(table.chars, CharColumn) and table.chars.tolist() == chars
+    assert table.chars.codes.dtype == np.uint32 and len(table.chars.codes) == len("".join(chars))
     back = pickle.loads(pickle.dumps(table, protocol=5))
-    assert back.chars == chars and type(back.chars) is list
+    assert back.chars == table.chars and back.chars.tolist() == chars
     assert np.array_equal(back.sample, table.sample)
-    state = table.__getstate__()["chars"]
-    assert isinstance(state, tuple) == (pool is TRICKY)    # packed unless every separator occurs
-    assert pickle.loads(pickle.dumps(records.UnkTable())).chars == []
-    assert pickle.loads(pickle.dumps(records.UnkTable(chars=["\uffff"]))).chars == ["\uffff"]
+    index = rng.sample(range(5000), 300) + [7, 7, 0]
+    assert table.chars.take(index).tolist() == [chars[i] for i in index]
+    assert table.chars.take([]).tolist() == []
+    halves = CharColumn.concat([CharColumn.of(chars[:1234]), CharColumn(), CharColumn.of(chars[1234:])])
+    assert halves == table.chars
+    found = table.chars.joined()
+    if pool is TRICKY:
+        sep, joined = found
+        assert sep not in "".join(chars) and joined.split(sep) == chars
+    else:
+        assert found is None                             # every separator occurs
+    for old in (chars, ("\x01", "\x01".join(chars))):  # as tables were once pickled
+        older = records.UnkTable.__new__(records.UnkTable)
+        older.__setstate__({**table.__dict__, "chars": old})
+        assert older.chars.tolist() == chars
+    assert pickle.loads(pickle.dumps(records.UnkTable())).chars.tolist() == []
+    assert records.UnkTable(chars=["\uffff"]).chars.joined() == ("\ufffe", "\uffff")
 
 
 @pytest.mark.parametrize("pool", [TRICKY, ["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", "ok"]])
-def test_an_unpickled_block_writes_the_same_rows_without_splitting_its_strings(pool):
-    """The write stage reads a block's metadata back from its spill: the UNK strings stay
-    joined as they were pickled (the rows join them again), and split only if asked."""
+def test_an_unpickled_block_writes_the_same_rows(pool):
+    """The write stage reads a block's metadata back from its spill."""
     rng = random.Random(11)
     meta, plan = _block(rng, 300, pool, 50)
     source = "data/in.jsonl"
@@ -90,12 +107,8 @@ def test_an_unpickled_block_writes_the_same_rows_without_splitting_its_strings(p
     back = pickle.loads(pickle.dumps(meta, protocol=5))
     assert len(back.unk) == len(meta.unk) > 300
     assert indexes.block_index_rows(back, plan, source, 8, 16)["unk_index.jsonl"] == want == _want(meta, plan, source)
-    packed = pool is TRICKY      # every separator occurs in the other pool: a plain list
-    assert ("chars" not in back.unk.__dict__) is packed
-    assert back.unk.chars == meta.unk.chars and type(back.unk.chars) is list
-    again = pickle.loads(pickle.dumps(back, protocol=5))      # re-pickled, split or not
-    assert again.unk.chars == meta.unk.chars
-    assert all(np.array_equal(getattr(again.unk, c), getattr(meta.unk, c)) for c in ("sample", "position", "segment"))
+    assert back.unk.chars == meta.unk.chars
+    assert all(np.array_equal(getattr(back.unk, c), getattr(meta.unk, c)) for c in ("sample", "position", "segment"))
 
 
 def _rendered(unk: records.UnkTable, which: set) -> records.UnkTable:
@@ -107,9 +120,9 @@ def _rendered(unk: records.UnkTable, which: set) -> records.UnkTable:
     for s in moved:
         at = np.flatnonzero(unk.sample == s)
         counts.append(len(at))
-        texts.append(unk_part(unk.position[at], unk.segment[at], [unk.chars[i] for i in at.tolist()]))
+        texts.append(unk_part(unk.position[at], unk.segment[at], unk.chars.take(at).tolist()))
     return records.UnkTable(unk.sample[keep], unk.position[keep], unk.segment[keep],
-                            [c for c, k in zip(unk.chars, keep.tolist()) if k],
+                            unk.chars.take(np.flatnonzero(keep)),
                             np.asarray(moved, np.int64), np.asarray(counts, np.int64), texts)
 
 
@@ -141,7 +154,7 @@ def test_a_shared_unk_part_is_pickled_once():
     assert len(part) * 1000 > 100 * len(data)
     back = pickle.loads(data)
     assert back.rendered_text == [part] * 1000 and back.tokens == 400_000
-    old = {k: v for k, v in table.__getstate__().items() if not k.startswith("rendered")}
+    old = {k: v for k, v in table.__dict__.items() if not k.startswith("rendered")}
     older = records.UnkTable.__new__(records.UnkTable)
     older.__setstate__(old)                         # a table pickled before rendered entries
     assert older.tokens == 0 and older.rendered_text == []

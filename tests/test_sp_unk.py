@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import random
+from types import SimpleNamespace
 
 import pytest
 import sentencepiece as spm
@@ -122,6 +123,9 @@ def test_runs_equal_protos_on_every_bmp_character(tok, realdata_dir):
         hold_texts, hold_positions = [t for t, _ in held], [p for _, p in held]
         want = _proto_path(adapter, hold_texts, hold_positions)
         assert [s for t in hold_texts for s in adapter._unk_runs(t)] == want
+        found, owner = adapter._unk_runs.column(hold_texts)     # all texts at once
+        assert found.tolist() == want
+        assert owner.tolist() == [k for k, p in enumerate(hold_positions) for _ in p]
 
 
 def test_a_text_whose_runs_disagree_goes_to_the_protos(tok):
@@ -131,7 +135,15 @@ def test_a_text_whose_runs_disagree_goes_to_the_protos(tok):
     positions = _unk_positions(adapter, texts)
     want = _proto_path(adapter, texts, positions)
     real = adapter._unk_runs
-    adapter._unk_runs = lambda text: real(text)[:-1] if "你" in text else real(text)
+
+    def column(texts):      # the runs, less the last run of each text holding "你"
+        found, owner = real.column(texts)
+        last = {int(o): k for k, o in enumerate(owner.tolist()) if "你" in texts[o]}
+        keep = [k for k in range(len(owner)) if k not in last.values()]
+        return found.take(keep), owner[keep]
+
+    adapter._unk_runs = SimpleNamespace(column=column)
+    assert len(column(texts)[0]) == 3
     assert adapter.unk_substrings_at(texts, positions) == want == ["{", "}", "你好", "世界"]
 
 
@@ -142,6 +154,21 @@ def _train(sentences, **options) -> bytes:
         minloglevel=2, byte_fallback=False, shuffle_input_sentence=False, character_coverage=1.0,
         hard_vocab_limit=False, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, **options)
     return buffer.getvalue()
+
+
+def test_runs_at_the_edges_of_texts_without_a_dummy_prefix():
+    """Without the dummy prefix a normalized text can begin (and end) with an unknown
+    run: the texts' runs, found all at once, still belong to the right texts."""
+    data = _train([f"the cat sat on the mat {i} times" for i in range(200)], add_dummy_prefix=False)
+    adapter = SentencePieceTokenizer("bare.model", data)
+    assert adapter._unk_runs is not None and adapter._sp.encode("{a")[0] == adapter.unk_id
+    texts = ["{a", "t}", "{", "}{ a }", "mat", "a{t}c", "{{", "}"]
+    positions = _unk_positions(adapter, texts)
+    want = _proto_path(adapter, [t for t, p in zip(texts, positions) if p], [p for p in positions if p])
+    held = [t for t, p in zip(texts, positions) if p]
+    found, owner = adapter._unk_runs.column(held)
+    assert found.tolist() == want == ["{", "}", "{", "}{", "}", "{", "}", "{{", "}"]
+    assert owner.tolist() == [0, 1, 2, 3, 3, 4, 4, 5, 6]
 
 
 def test_a_piece_with_an_unknown_character_keeps_the_protos():
