@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .plan import BlockPlan, OutputPlan
 from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
@@ -32,23 +34,18 @@ def dumps_file(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
-# printf-style: about a quarter faster than str.format over a block's rows. The source
-# file's JSON text is baked in per block (its "%" escaped) before the rows are formatted.
-_SAMPLE_ROW = (
-    '{"sample_id":%%d,"hash":"%%s","token_count":%%d,"unit_size":%%d,"source_file":%s,'
-    '"source_line":%%d,"shard_path":"unit_%%d/shard_%%06d.bin","empty_fields":%%s,"shard_record":%%d}\n'
-)
 _OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend"}
 
 
 def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_unit_size: int,
                      samples_per_shard: int) -> dict:
-    """The sample, unk, overflow and bad-record rows of one block, as JSONL text.
+    """The sample, unk, overflow and bad-record rows of one block, as UTF-8 JSONL bytes.
 
     Global ids are the block's offsets from the plan plus local positions; a record's
-    shard comes from its rank in its unit. Sample rows (one per written sample, the bulk
-    of the work) are computed column-wise with numpy and formatted by one C-level
-    printf-style ``%`` per row; the rare rows of the other indexes are built one by one.
+    shard comes from its rank in its unit. Sample and UNK rows (one per written sample,
+    the bulk of the work) are computed column-wise with numpy and put together by
+    Arrow (:func:`_join_rows`), so their text never exists as a Python string per row;
+    the rare rows of the other indexes are built one by one.
     """
     src = json.dumps(source_file, ensure_ascii=False)
     status = meta.status
@@ -74,9 +71,10 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         ranks[declared[order]] = np.repeat(start, counts) + within
     shards, records = np.divmod(ranks, samples_per_shard)
 
-    hexes = meta.digests.tobytes().hex() if len(meta.digests) else ""
-    empty = ["[]"] * len(indexed)
+    hexes = _hex_digests(meta.digests)
+    empty = None
     if meta.empty_fields:
+        empty = ["[]"] * len(indexed)
         position = {int(s): k for k, s in enumerate(indexed.tolist())}
         texts: dict = {}   # one JSON text per distinct list of empty fields
         for s, names in meta.empty_fields.items():
@@ -86,23 +84,19 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
                 if text is None:
                     text = texts[key] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
                 empty[position[s]] = text
-    idx = indexed.tolist()
-    sample_rows = list(map((_SAMPLE_ROW % src.replace("%", "%%")).__mod__, zip(
-        (indexed + base).tolist(),
-        [hexes[64 * i:64 * i + 64] for i in idx],
-        meta.token_count[indexed].tolist(),
-        units.tolist(),
-        lines[indexed].tolist(),
-        units.tolist(),
-        shards.tolist(),
-        empty,
-        records.tolist(),
-    )))
+    unit_text = _ints_text(units)
+    sample_rows = _join_rows(len(indexed), (
+        '{"sample_id":', _ints_text(indexed + base), ',"hash":"', hexes.take(pa.array(indexed)),
+        '","token_count":', _ints_text(meta.token_count[indexed]), ',"unit_size":', unit_text,
+        ',"source_file":' + src + ',"source_line":', _ints_text(lines[indexed]), ',"shard_path":"unit_',
+        unit_text, "/shard_", pc.utf8_lpad(_ints_text(shards), 6, "0"), '.bin","empty_fields":',
+        "[]" if empty is None else pa.array(empty, pa.large_string()), ',"shard_record":',
+        _ints_text(records), "}\n"))
 
     bad_rows = []
     overflow_rows = []
-    unk_rows = []
-    unk_tokens = 0
+    unk_rows = b""
+    samples_with_unk = unk_tokens = 0
     for i in sorted(meta.bad):
         error, reason = meta.bad[i]
         bad_rows.append(dumps_row({
@@ -127,7 +121,6 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         # its head, then its UNK part. Column entries can be millions of UNK tokens: each
         # column is written as one JSON text and every row takes a slice of it, so no
         # Python object is made per token. Rendered entries bring their UNK part.
-        head = '{"sample_id":%d,"hash":"%s","source_file":' + src.replace("%", "%%") + ',"source_line":%d,'
         owners, parts = [], []
         if len(unk):
             starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
@@ -141,16 +134,49 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
             order = np.argsort(np.asarray(everyone, np.int64), kind="stable").tolist()
             owners = list(map(everyone.__getitem__, order))
             parts = list(map((parts + unk.rendered_text).__getitem__, order))
-        at = lines.tolist()
-        unk_rows = [head % (base + i, hexes[64 * i:64 * i + 64], at[i]) + part for i, part in zip(owners, parts)]
+        owner = np.asarray(owners, np.int64)
+        unk_rows = _join_rows(len(owner), (
+            '{"sample_id":', _ints_text(owner + base), ',"hash":"', hexes.take(pa.array(owner)),
+            '","source_file":' + src + ',"source_line":', _ints_text(lines[owner]), ",",
+            pa.array(parts, pa.large_string())))
+        samples_with_unk = len(owner)
         unk_tokens = unk.tokens
     return {
-        "sample_index.jsonl": "".join(sample_rows),
-        "unk_index.jsonl": "".join(unk_rows),
-        "overflow_index.jsonl": "".join(overflow_rows),
-        "bad_record_index.jsonl": "".join(bad_rows),
-        "stats": {"samples_with_unk": len(unk_rows), "unk_tokens": unk_tokens},
+        "sample_index.jsonl": sample_rows,
+        "unk_index.jsonl": unk_rows,
+        "overflow_index.jsonl": "".join(overflow_rows).encode("utf-8"),
+        "bad_record_index.jsonl": "".join(bad_rows).encode("utf-8"),
+        "stats": {"samples_with_unk": samples_with_unk, "unk_tokens": unk_tokens},
     }
+
+
+def _ints_text(values) -> pa.Array:
+    """Integers as their decimal text (as ``str`` writes them), computed by Arrow."""
+    return pc.cast(pa.array(np.asarray(values, np.int64)), pa.large_string())
+
+
+def _hex_digests(digests: np.ndarray) -> pa.Array:
+    """Each 32-byte digest as its 64 lowercase hex digits (one ``bytes.hex`` call)."""
+    n = len(digests)
+    data = pa.py_buffer(digests.tobytes().hex().encode("ascii"))
+    offsets = pa.py_buffer(np.arange(0, 64 * (n + 1), 64, dtype=np.int64).tobytes())
+    return pa.Array.from_buffers(pa.large_string(), n, [None, offsets, data])
+
+
+def _join_rows(n: int, pieces: tuple) -> bytes:
+    """``n`` rows, row ``i`` the concatenation of each piece's ``i``-th value (a piece is
+    an Arrow array of ``n`` strings, or a ``str`` every row holds), as UTF-8 bytes.
+
+    Arrow's element-wise join writes all rows into one buffer, in C++; that buffer is
+    the file's text, so no Python string is made per row and none is encoded again
+    (about 3x faster than ``%``-formatting each row and joining).
+    """
+    if not n:
+        return b""
+    args = [pa.scalar(p, pa.large_string()) if isinstance(p, str) else p for p in pieces]
+    rows = pc.binary_join_element_wise(*args, pa.scalar("", pa.large_string()))
+    offsets = np.frombuffer(rows.buffers()[1], np.int64)[rows.offset:rows.offset + n + 1]
+    return rows.buffers()[2].to_pybytes()[int(offsets[0]):int(offsets[-1])]
 
 
 def _int_runs(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list:

@@ -315,7 +315,7 @@ def _write_index_part(config: BuildConfig, element):
     meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
     rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
     for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
-        storage.write_text(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
+        storage.write_bytes(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
     yield PART, PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"],
                            rows["stats"]["unk_tokens"])
     hashes = _sorted_hashes(bp, meta)
