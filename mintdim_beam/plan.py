@@ -56,6 +56,9 @@ class BlockSummary:
     bad_records: int
     overflow_events: int       # samples above max(declared sizes), any policy
     first_error: Optional[tuple]  # (local_sample, local_line, error dict)
+    # Row offsets in the block's hash spill where each duplicate task's digest range
+    # begins, and its end (the output's task count + 1 entries); () if it spilled none.
+    hash_bounds: tuple = ()
 
 
 class Piece(NamedTuple):
@@ -75,6 +78,28 @@ class ShardTask:
     n_records: int
     pieces: tuple              # Piece for declared units
     overflow: tuple            # (file, block, OverflowSample) for extended units
+
+
+@dataclass(frozen=True)
+class HashSlice:
+    """Rows ``[start, start + count)`` of one block's hash spill (one digest range), and
+    the offsets that make the rows' block-local sample ids and lines global."""
+
+    file: int
+    block: int
+    start: int
+    count: int
+    sample_offset: int
+    line_offset: int
+
+
+@dataclass(frozen=True)
+class DuplicateTask:
+    """One digest range of an output's content hashes: a slice of each block's spill."""
+
+    output: int
+    task: int
+    slices: tuple              # HashSlice, in (file, block) order
 
 
 @dataclass
@@ -105,6 +130,7 @@ class BuildPlan:
     outputs: list
     shard_tasks: list
     error: Optional[dict] = None          # error dict of the first abort, global line set
+    duplicate_tasks: list = field(default_factory=list)
 
 
 def _ordered(config: BuildConfig, summaries) -> dict:
@@ -146,6 +172,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
     blocks: dict = {}
     outputs: list = []
     tasks: list = []
+    duplicate_tasks: list = []
     by_output = _ordered(config, summaries)
     for out in config.outputs:
         ordered = by_output[out.index]
@@ -196,7 +223,21 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
                     tasks.append(ShardTask(out.index, u, k, len(chunk), (), chunk))
         outputs.append(OutputPlan(tuple(sorted(declared + tuple(added))), declared, samples, tokens,
                                   shards, bad, overflow_events))
-    return BuildPlan(blocks, outputs, tasks, error)
+        if error is None:
+            duplicate_tasks.extend(_duplicate_tasks(out.index, ordered, blocks))
+    return BuildPlan(blocks, outputs, tasks, error, duplicate_tasks)
+
+
+def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
+    """The output's duplicate tasks: task ``t`` reads range ``t`` of every block's spill."""
+    count = max((len(s.hash_bounds) - 1 for s in ordered), default=0)
+    slices: list = [[] for _ in range(count)]
+    for s in ordered:
+        bp = blocks[(s.file, s.block)]
+        for t, (start, end) in enumerate(zip(s.hash_bounds, s.hash_bounds[1:])):
+            if end > start:
+                slices[t].append(HashSlice(s.file, s.block, start, end - start, bp.sample_offset, bp.line_offset))
+    return [DuplicateTask(output, t, tuple(found)) for t, found in enumerate(slices)]
 
 
 def _declared_tasks(output: int, unit: int, runs, total: int, sps: int) -> list:

@@ -7,19 +7,22 @@ summaries, byte ranges and task descriptions. That keeps memory per worker bound
 block, batch and shard size on every runner, including the in-memory one, which holds
 whole PCollections (and shuffles) in memory.
 
-    BlockRef ──EncodeBlocks──► spills + BlockSummary ──CollectSummaries──► plan
-    plan ──► ShardTask | BlockPlan ──WriteOutputs──► staged shards,
-                 index parts + hashes sorted by digest,
-                 (output, digest range) → byte ranges ──FindDuplicates──► duplicate parts
+    BlockRef ──EncodeBlocks──► spills (records, metadata, hashes sorted by digest)
+                               + BlockSummary ──CollectSummaries──► plan
+    plan ──► ShardTask | BlockPlan | DuplicateTask ──WriteOutputs──► staged shards,
+                 index parts, duplicate parts
     input files ──HashInputs──► sizes and sha256 (the manifest's fingerprint; local
                  builds get them from the launcher instead)
     plan + every result ──CollectResults──► Finalize ──► published output directory
 
-Duplicates: the plan splits each output's digest space into as many ranges as it needs
-to keep ``DUPLICATE_TASK_SAMPLES`` hashes per task; every block writes its hashes
-sorted by digest, so a range is one contiguous slice of each block's file. A task
-reads its slices, groups equal digests and writes its groups sorted by first sample
-id; finalize merges the tasks' files into ``duplicate_index.jsonl``.
+Duplicates: each output's digest space is split into as many ranges as its input size
+asks for (``DUPLICATE_TASK_BYTES`` per task), fixed before encoding. Every encoder
+spills its block's content hashes sorted by digest and reports where each range
+begins, so a range is one contiguous slice of each block's file, and the plan lists
+each task's slices: duplicate tasks run in the write stage, next to the index parts,
+with no shuffle of their own. A task reads its slices, groups equal digests and writes
+its groups sorted by first sample id; finalize merges the tasks' files into
+``duplicate_index.jsonl``.
 
 Portability. The pipeline uses only ParDo, GroupByKey, Flatten and Create, and every
 dependency is a main input: no side inputs, no tagged outputs, no combiners. That is
@@ -55,13 +58,17 @@ from apache_beam.utils.shared import Shared
 from . import blocks, indexes, layout, storage
 from .config import BuildConfig
 from .cores import usable_cores
-from .plan import BlockPlan, BlockRef, BlockSummary, OverflowSample, ShardTask, make_plan
+from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
 from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
 from .shard_format import record_slots
 from .tokenizers import SENTENCEPIECE, load_tokenizer_preloaded
 
 NAMESPACE = "mintdim"
-DUPLICATE_TASK_SAMPLES = 1 << 18   # content hashes one FindDuplicates task holds (~30 MiB at peak)
+#: Input bytes per duplicate task: its digest range holds the content hashes of about
+#: this much input, 2^18 of them (~30 MiB at peak) at 64 bytes a sample. The split is
+#: fixed before encoding, from the input's size, so that each encoder can spill its
+#: hashes already cut into the tasks' ranges (a task then needs no shuffle of its own).
+DUPLICATE_TASK_BYTES = 64 << 18
 #: Duplicate group members rendered per write chunk of a duplicate task's file.
 DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
@@ -79,14 +86,8 @@ log = logging.getLogger(__name__)
 
 # A DoFn with two kinds of output yields (kind, value) pairs split by FlatMaps rather
 # than tagged outputs, which the Dask runner mixes together.
-PART, HASHES = "part", "hashes"
 # Kinds of the results collected for Finalize.
-PLAN, SHARD, DUPS, DIGEST = "plan", "shard", "dups", "digest"
-
-
-def _take(element, kind):
-    if element[0] == kind:
-        yield element[1]
+PLAN, SHARD, PART, DUPS, DIGEST = "plan", "shard", "part", "dups", "digest"
 
 
 class _Handle:
@@ -150,16 +151,6 @@ class DuplicatePartResult:
 
 
 @dataclass(frozen=True)
-class HashSlice:
-    """Rows ``[start, start + count)`` of one block's hash spill: one digest range."""
-
-    file: int
-    block: int
-    start: int
-    count: int
-
-
-@dataclass(frozen=True)
 class FileDigest:
     path: str
     size: int
@@ -207,10 +198,12 @@ class _EncodeBlockFn(_StorageDoFn):
     """Read one block, encode it, spill its records and metadata; emit its summary."""
 
     def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict],
-                 pipelined: bool = False, word_encoder: bool = True, worker_cores: Optional[int] = None):
+                 pipelined: bool = False, word_encoder: bool = True, worker_cores: Optional[int] = None,
+                 duplicate_tasks: Optional[dict] = None):
         super().__init__(filesystem_options)
         self._config = config
         self._shared = shared
+        self._duplicate_tasks = duplicate_tasks or {}
         self._pipelined = pipelined
         self._word_encoder = word_encoder
         self._worker_cores = worker_cores
@@ -258,11 +251,15 @@ class _EncodeBlockFn(_StorageDoFn):
         self._samples.inc(result.n_samples)
         self._bad.inc(len(result.bad))
         out = self._config.outputs[self._config.files[ref.file].output]
-        return _spill(out.path, ref, result)
+        return _spill(out.path, ref, result, self._duplicate_tasks.get(out.index, 1))
 
 
-def _spill(out_path: str, ref: BlockRef, result: BlockResult) -> BlockSummary:
-    """Write a block's records and metadata to staging; return its summary."""
+def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: int = 1) -> BlockSummary:
+    """Write a block's records, metadata and content hashes to staging; return its summary.
+
+    The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
+    ranges is one slice of the spill; the summary says where each begins.
+    """
     directory = layout.block_dir(out_path, ref.file, ref.block)
     unit_counts, unit_tokens = {}, {}
     written = (result.status == OK) | (result.status == OVF_TRUNCATE)
@@ -291,8 +288,13 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult) -> BlockSummary:
         sample, line, err = result.first_error
         first_error = (sample, line, err.to_dict())
     over = int(np.isin(result.status, (2, 3, 4)).sum())
+    hashes = _sorted_hashes(result)
+    bounds = ()
+    if len(hashes):
+        storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
+        bounds = tuple(_range_bounds(hashes, duplicate_tasks).tolist())
     return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
-                        overflow, len(result.bad), over, first_error)
+                        overflow, len(result.bad), over, first_error, bounds)
 
 
 def _plan_from(config: BuildConfig, summaries):
@@ -301,14 +303,8 @@ def _plan_from(config: BuildConfig, summaries):
     return make_plan(config, [unique[k] for k in sorted(unique)])
 
 
-def _write_index_part(config: BuildConfig, element):
-    """One block's rows of the four per-sample index files, and its content hashes.
-
-    The hashes are spilled with global sample ids and lines already resolved from the
-    block's plan, sorted by digest; the elements that leave name the slice of the
-    spill each duplicate task must read.
-    """
-    bp, tasks = element
+def _write_index_part(config: BuildConfig, bp: BlockPlan) -> PartResult:
+    """One block's rows of the four per-sample index files."""
     spec = config.files[bp.file]
     out = config.outputs[bp.output]
     directory = layout.block_dir(out.path, bp.file, bp.block)
@@ -316,28 +312,19 @@ def _write_index_part(config: BuildConfig, element):
     rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
     for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
         storage.write_bytes(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
-    yield PART, PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"],
-                           rows["stats"]["unk_tokens"])
-    hashes = _sorted_hashes(bp, meta)
-    if not len(hashes):
-        return
-    storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
-    bounds = _range_bounds(hashes, tasks)
-    for task in range(tasks):
-        start, end = int(bounds[task]), int(bounds[task + 1])
-        if end > start:
-            yield HASHES, ((bp.output, task), HashSlice(bp.file, bp.block, start, end - start))
+    return PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"])
 
 
-def _sorted_hashes(bp: BlockPlan, meta: BlockResult) -> np.ndarray:
-    """The block's rendered samples as HASH_ROW rows, sorted by digest then sample id."""
-    rendered = np.nonzero(meta.status != BAD)[0]
+def _sorted_hashes(result: BlockResult) -> np.ndarray:
+    """The block's rendered samples as HASH_ROW rows (block-local sample id, 1-based
+    local line), sorted by digest then sample id."""
+    rendered = np.nonzero(result.status != BAD)[0]
     rows = np.zeros(len(rendered), HASH_ROW)
     if not len(rendered):
         return rows
-    rows["digest"] = meta.digests[rendered]
-    rows["sample_id"] = rendered.astype(np.int64) + bp.sample_offset
-    rows["line"] = meta.local_line[rendered].astype(np.int64) + bp.line_offset + 1
+    rows["digest"] = result.digests[rendered]
+    rows["sample_id"] = rendered
+    rows["line"] = result.local_line[rendered].astype(np.int64) + 1
     keys = np.ascontiguousarray(rows["digest"]).view(_DIGEST).reshape(-1)
     return rows[np.argsort(keys, kind="stable")]
 
@@ -350,69 +337,60 @@ def _range_bounds(rows: np.ndarray, tasks: int) -> np.ndarray:
     return np.concatenate([[0], inner, [len(rows)]]).astype(np.int64)
 
 
-def duplicate_tasks(plan, output: int) -> int:
-    """How many digest ranges an output's duplicate search is split into."""
-    oplan = plan.outputs[output]
-    estimate = sum(oplan.samples.values()) + oplan.overflow_samples
-    return max(1, min(MAX_DUPLICATE_TASKS, -(-estimate // DUPLICATE_TASK_SAMPLES)))
+def duplicate_tasks(input_bytes: int) -> int:
+    """How many digest ranges the duplicate search of an output of ``input_bytes`` is split into."""
+    return max(1, min(MAX_DUPLICATE_TASKS, -(-input_bytes // DUPLICATE_TASK_BYTES)))
 
 
 def _write_tasks(plan) -> list:
-    """The plan's shard tasks and block index tasks ``(BlockPlan, duplicate tasks)``."""
+    """The plan's shard tasks, block index tasks (``BlockPlan``) and duplicate tasks."""
     if plan.error is not None:
         return list(plan.shard_tasks)
-    tasks = {o: duplicate_tasks(plan, o) for o in range(len(plan.outputs))}
-    return list(plan.shard_tasks) + [(plan.blocks[k], tasks[plan.blocks[k].output]) for k in sorted(plan.blocks)]
+    return list(plan.shard_tasks) + [plan.blocks[k] for k in sorted(plan.blocks)] + list(plan.duplicate_tasks)
 
 
 def _write_task_key(task):
     if isinstance(task, ShardTask):
         return ("shard", task.output, task.unit, task.shard)
-    return ("block", task[0].file, task[0].block)
+    if isinstance(task, DuplicateTask):
+        return ("dups", task.output, task.task)
+    return ("block", task.file, task.block)
 
 
-class _FindDuplicatesFn(_StorageDoFn):
+def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
     """Group one digest range of an output; write its groups sorted by first sample id."""
+    out = config.outputs[task.output]
+    rows = np.zeros(sum(s.count for s in task.slices), HASH_ROW)
+    file_of = np.zeros(len(rows), np.int32)
+    at = 0
+    for s in task.slices:
+        path = storage.join(layout.block_dir(out.path, s.file, s.block), "hashes.bin")
+        mine = rows[at:at + s.count]
+        mine[:] = np.frombuffer(storage.read_range(path, s.start * HASH_ROW.itemsize, s.count * HASH_ROW.itemsize),
+                                HASH_ROW)
+        mine["sample_id"] += s.sample_offset
+        mine["line"] += s.line_offset
+        file_of[at:at + s.count] = s.file
+        at += s.count
+    members, starts = _duplicate_groups(rows)
+    file_json = [indexes.json_string(f.path) for f in config.files]
 
-    def __init__(self, config: BuildConfig, filesystem_options: Optional[dict]):
-        super().__init__(filesystem_options)
-        self._config = config
+    def rendered():
+        """The rows, whole groups of about DUPLICATE_MEMBERS_PER_CHUNK members at a
+        time (a task can have 262,144 members, a group thousands)."""
+        total = int(starts[-1])
+        cuts = np.searchsorted(starts, np.arange(DUPLICATE_MEMBERS_PER_CHUNK, total, DUPLICATE_MEMBERS_PER_CHUNK))
+        edges = np.unique(np.r_[0, cuts, len(starts) - 1])
+        for g, h in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            bounds = starts[g:h + 1]
+            mine = members[bounds[0]:bounds[-1]]
+            yield indexes.duplicate_rows(
+                [rows["digest"][i].tobytes() for i in members[bounds[:-1]].tolist()],
+                rows["sample_id"][mine].tolist(), [file_json[f] for f in file_of[mine].tolist()],
+                rows["line"][mine].tolist(), (bounds - bounds[0]).tolist()).encode("utf-8")
 
-    def process(self, element):
-        (output, task), slices = element
-        config = self._config
-        out = config.outputs[output]
-        unique = {(s.file, s.block): s for s in slices}
-        ordered = [unique[k] for k in sorted(unique)]
-        rows = np.zeros(sum(s.count for s in ordered), HASH_ROW)
-        file_of = np.zeros(len(rows), np.int32)
-        at = 0
-        for s in ordered:
-            path = storage.join(layout.block_dir(out.path, s.file, s.block), "hashes.bin")
-            rows[at:at + s.count] = np.frombuffer(
-                storage.read_range(path, s.start * HASH_ROW.itemsize, s.count * HASH_ROW.itemsize), HASH_ROW)
-            file_of[at:at + s.count] = s.file
-            at += s.count
-        members, starts = _duplicate_groups(rows)
-        file_json = [indexes.json_string(f.path) for f in config.files]
-
-        def rendered():
-            """The rows, whole groups of about DUPLICATE_MEMBERS_PER_CHUNK members at a
-            time (a task can have 262,144 members, a group thousands)."""
-            total = int(starts[-1])
-            cuts = np.searchsorted(starts, np.arange(DUPLICATE_MEMBERS_PER_CHUNK, total, DUPLICATE_MEMBERS_PER_CHUNK))
-            edges = np.unique(np.r_[0, cuts, len(starts) - 1])
-            for g, h in zip(edges[:-1].tolist(), edges[1:].tolist()):
-                bounds = starts[g:h + 1]
-                mine = members[bounds[0]:bounds[-1]]
-                yield indexes.duplicate_rows(
-                    [rows["digest"][i].tobytes() for i in members[bounds[:-1]].tolist()],
-                    rows["sample_id"][mine].tolist(), [file_json[f] for f in file_of[mine].tolist()],
-                    rows["line"][mine].tolist(), (bounds - bounds[0]).tolist()).encode("utf-8")
-
-        storage.write_bytes(layout.duplicate_part_path(out.path, task), rendered())
-        yield DuplicatePartResult(output, task, len(starts) - 1, len(members))
-
+    storage.write_bytes(layout.duplicate_part_path(out.path, task.task), rendered())
+    return DuplicatePartResult(task.output, task.task, len(starts) - 1, len(members))
 
 
 def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -453,7 +431,8 @@ def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _WriteOutputsFn(_StorageDoFn):
-    """A shard task (assemble one shard from block spills) or a block's index part."""
+    """A shard task (assemble one shard from block spills), a block's index part, or a
+    duplicate task (one digest range of the content hashes)."""
 
     def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict],
                  word_encoder: bool = True):
@@ -471,8 +450,10 @@ class _WriteOutputsFn(_StorageDoFn):
     def process(self, task):
         if isinstance(task, ShardTask):
             yield SHARD, self._write_shard(task)
+        elif isinstance(task, DuplicateTask):
+            yield DUPS, _find_duplicates(self._config, task)
         else:
-            yield from _write_index_part(self._config, task)
+            yield PART, _write_index_part(self._config, task)
 
     def _write_shard(self, task: ShardTask) -> ShardResult:
         out = self._config.outputs[task.output]
@@ -644,13 +625,17 @@ class UnitBuild(beam.PTransform):
         shared = Shared()
         fs = storage.filesystem_options(pbegin.pipeline.options)
         refs = blocks.plan_blocks(config)
+        input_bytes = {o.index: 0 for o in config.outputs}
+        for r in refs:
+            input_bytes[config.files[r.file].output] += r.end - r.start
+        dup_tasks = {o: duplicate_tasks(n) for o, n in input_bytes.items()}
         summaries = (
             pbegin
             | "ListBlocks" >> beam.Create(refs, reshuffle=False)
             | "SpreadBlocks" >> _Redistribute(lambda r: (r.file, r.block))
             | "EncodeBlocks" >> beam.ParDo(
                 _EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder,
-                               self._worker_cores))
+                               self._worker_cores, dup_tasks))
         )
         # A single-key GroupByKey rather than CombineGlobally/ToList: every runner gets
         # a GroupByKey right, while Dask's combine emits one partial list per partition.
@@ -660,25 +645,15 @@ class UnitBuild(beam.PTransform):
             | "CollectSummaries" >> beam.GroupByKey()
             | "MakePlan" >> beam.MapTuple(lambda _, summaries: _plan_from(config, summaries))
         )
-        # Shards and index parts are independent tasks of the same plan: one stage
-        # writes both, spread over the workers together.
+        # Shards, index parts and duplicate tasks are independent tasks of the same plan:
+        # one stage writes them all, spread over the workers together.
         written = (
             plan
             | "ListWriteTasks" >> beam.FlatMap(_write_tasks)
             | "SpreadWriteTasks" >> _Redistribute(_write_task_key)
             | "WriteOutputs" >> beam.ParDo(_WriteOutputsFn(config, shared, fs, self._word_encoder))
         )
-        dup_results = (
-            written
-            | "TakeHashSlices" >> beam.FlatMap(_take, HASHES)
-            | "GroupHashSlices" >> beam.GroupByKey()
-            | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn(config, fs))
-        )
-        results = [
-            plan | "TagPlan" >> beam.Map(_tag(PLAN)),
-            written | "TakeWriteResults" >> beam.Filter(lambda kv: kv[0] in (SHARD, PART)),
-            dup_results | "TagDuplicates" >> beam.Map(_tag(DUPS)),
-        ]
+        results = [plan | "TagPlan" >> beam.Map(_tag(PLAN)), written]
         if self._input_digests is None:
             # Hashing reads every input once more; as its own branch it runs on the
             # workers alongside encoding instead of before the build on the launcher.

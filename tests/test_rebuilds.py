@@ -240,8 +240,7 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
 
 def test_bundles_delivered_twice_never_duplicate_records(tmp_path, monkeypatch):
     """Every DoFn runs each element twice and emits both results, as a retry can."""
-    for cls in (transforms._EncodeBlockFn, transforms._WriteOutputsFn, transforms._FindDuplicatesFn,
-                transforms._HashInputFn):
+    for cls in (transforms._EncodeBlockFn, transforms._WriteOutputsFn, transforms._HashInputFn):
         def twice(self, element, _process=cls.process):
             first = list(_process(self, element))
             yield from first
