@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from .plan import BlockPlan, OutputPlan
 from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
-from .unk_rows import UNK_PART, json_string
+from .unk_rows import json_string
 
 INDEX_FILES = (
     "sample_index.jsonl",
@@ -118,27 +118,23 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
     unk = meta.unk
     if unk.tokens:
         # One row per sample with UNK (BlockEncoder keeps only written samples' tokens):
-        # its head, then its UNK part. Column entries can be millions of UNK tokens: each
-        # column is written as one JSON text and every row takes a slice of it, so no
+        # its head, then its UNK part. Column entries can be millions of UNK tokens:
+        # their parts are built by Arrow from the columns (:func:`_unk_parts`), so no
         # Python object is made per token. Rendered entries bring their UNK part.
-        owners, parts = [], []
+        owner = np.zeros(0, np.int64)
+        parts = pa.array([], pa.large_string())
         if len(unk):
             starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
-            ends = np.r_[starts[1:], len(unk)]
-            owners = unk.sample[starts].tolist()
-            parts = list(map(UNK_PART.__mod__, zip(
-                (ends - starts).tolist(), _int_runs(unk.position, starts, ends),
-                _int_runs(unk.segment, starts, ends), _json_string_runs(unk, starts, ends))))
+            owner = unk.sample[starts]
+            parts = _unk_parts(unk, starts)
         if len(unk.rendered_sample):
-            everyone = owners + unk.rendered_sample.tolist()
-            order = np.argsort(np.asarray(everyone, np.int64), kind="stable").tolist()
-            owners = list(map(everyone.__getitem__, order))
-            parts = list(map((parts + unk.rendered_text).__getitem__, order))
-        owner = np.asarray(owners, np.int64)
+            owner = np.concatenate([owner, unk.rendered_sample])
+            order = np.argsort(owner, kind="stable")
+            owner = owner[order]
+            parts = pa.concat_arrays([parts, pa.array(unk.rendered_text, pa.large_string())]).take(pa.array(order))
         unk_rows = _join_rows(len(owner), (
             '{"sample_id":', _ints_text(owner + base), ',"hash":"', hexes.take(pa.array(owner)),
-            '","source_file":' + src + ',"source_line":', _ints_text(lines[owner]), ",",
-            pa.array(parts, pa.large_string())))
+            '","source_file":' + src + ',"source_line":', _ints_text(lines[owner]), ",", parts))
         samples_with_unk = len(owner)
         unk_tokens = unk.tokens
     return {
@@ -163,9 +159,15 @@ def _hex_digests(digests: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.large_string(), n, [None, offsets, data])
 
 
+def _join(pieces) -> pa.Array:
+    """Row ``i`` is the concatenation of each piece's ``i``-th value; a piece is an
+    Arrow array of strings, or a ``str`` every row holds."""
+    args = [pa.scalar(p, pa.large_string()) if isinstance(p, str) else p for p in pieces]
+    return pc.binary_join_element_wise(*args, pa.scalar("", pa.large_string()))
+
+
 def _join_rows(n: int, pieces: tuple) -> bytes:
-    """``n`` rows, row ``i`` the concatenation of each piece's ``i``-th value (a piece is
-    an Arrow array of ``n`` strings, or a ``str`` every row holds), as UTF-8 bytes.
+    """``n`` rows (:func:`_join`) as UTF-8 bytes.
 
     Arrow's element-wise join writes all rows into one buffer, in C++; that buffer is
     the file's text, so no Python string is made per row and none is encoded again
@@ -173,74 +175,58 @@ def _join_rows(n: int, pieces: tuple) -> bytes:
     """
     if not n:
         return b""
-    args = [pa.scalar(p, pa.large_string()) if isinstance(p, str) else p for p in pieces]
-    rows = pc.binary_join_element_wise(*args, pa.scalar("", pa.large_string()))
+    rows = _join(pieces)
     offsets = np.frombuffer(rows.buffers()[1], np.int64)[rows.offset:rows.offset + n + 1]
     return rows.buffers()[2].to_pybytes()[int(offsets[0]):int(offsets[-1])]
 
 
-def _int_runs(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list:
-    """``"v,v,v"`` of ``values[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty,
-    consecutive): one comma-joined text, sliced per run.
+def _unk_parts(unk, starts: np.ndarray) -> pa.Array:
+    """The UNK part (``unk_rows.UNK_PART``, column-wise) of each column-entry sample, whose tokens
+    are the entries ``starts[k]`` up to the next start: every item's text (decimal
+    digits, JSON string) is made by Arrow over a whole column and joined per sample in
+    C++."""
+    offsets = pa.array(np.r_[starts, len(unk)].astype(np.int64))
 
-    Arrow's cast writes every value's decimal digits (as ``str`` does) in C++, and its
-    offsets say where each value starts, so no Python object is made per value (three
-    times faster than joining ``str`` values over millions of UNK tokens).
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    def runs(items: pa.Array, sep: str) -> pa.Array:
+        return pc.binary_join(pa.LargeListArray.from_arrays(offsets, items), pa.scalar(sep, pa.large_string()))
 
-    items = pc.cast(pa.array(np.asarray(values, np.int64)), pa.large_string())
-    whole = pa.LargeListArray.from_arrays(pa.array([0, len(items)], pa.int64()), items)
-    text = pc.binary_join(whole, pa.scalar(",", pa.large_string()))[0].as_py()
-    offsets = np.frombuffer(items.buffers()[1], np.int64)[items.offset:items.offset + len(items) + 1]
-    shift = np.arange(len(items) + 1, dtype=np.int64)     # one comma before each later item
-    begin, finish = offsets[:-1] + shift[:-1], offsets[1:] + shift[:-1]
-    return list(map(text.__getitem__, map(slice, begin[starts].tolist(), finish[ends - 1].tolist())))
+    return _join(('"unk_count":', _ints_text(np.diff(np.r_[starts, len(unk)])), ',"unk_positions":[',
+                  runs(_ints_text(unk.position), ","), '],"unk_field_indices":[', runs(_ints_text(unk.segment), ","),
+                  '],"unk_chars":["', runs(_json_items(unk.chars), '","'), '"]}\n'))
 
 
-def _json_string_runs(unk, starts: np.ndarray, ends: np.ndarray) -> list:
-    """``'"a","b"'`` (as ``json.dumps(..., ensure_ascii=False)`` writes the items) of
-    ``unk.chars[starts[k]:ends[k]]`` for each run ``k`` (runs non-empty, consecutive).
+def _json_items(chars) -> pa.Array:
+    """Each string of a ``CharColumn`` as ``json.dumps(..., ensure_ascii=False)`` writes
+    it, without its quotes.
 
     The strings are joined with a separator none of them holds (``CharColumn.joined``),
-    which is not ASCII, so the JSON encoder leaves it as it is and no escape can
-    produce it.
+    which is not ASCII, so the JSON encoder leaves it as it is and no escape can produce
+    it: the escaped text splits back into the items at the separators.
     """
-    found = unk.chars.joined()
+    found = chars.joined()
     if found is None:   # every separator occurs in the strings: item by item
-        items = list(map(json_string, unk.chars.tolist()))
-        return [",".join(items[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        return pa.array([json_string(c)[1:-1] for c in chars.tolist()], pa.large_string())
     sep, joined = found
-    text = json_string(joined)[1:-1]
-    cuts = np.flatnonzero(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32) == ord(sep))
-    quote = '"'
-    return [quote + run.replace(sep, '","') + quote for run in _slices(text, cuts, starts, ends)]
+    return pc.split_pattern(pa.array([json_string(joined)[1:-1]], pa.large_string()), sep).flatten()
 
 
-def _slices(text: str, cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list:
-    """The runs of items ``[starts[k], ends[k])`` of ``text``, whose items are separated by
-    the one-character cuts at ``cuts`` (separators inside a run are kept)."""
-    begin = np.r_[0, cuts + 1]                    # item i begins at begin[i]
-    finish = np.r_[cuts, len(text)]               # and ends before finish[i]
-    return list(map(text.__getitem__, map(slice, begin[starts].tolist(), finish[ends - 1].tolist())))
+def duplicate_rows(digests: np.ndarray, sample_ids: np.ndarray, files: pa.Array, lines: np.ndarray,
+                   starts: np.ndarray) -> bytes:
+    """``duplicate_index.jsonl`` rows of some groups, as ``dumps_row`` would write them
+    (UTF-8 bytes).
 
-
-_DUPLICATE_MEMBER = '{"sample_id":%d,"source_file":%s,"source_line":%d}'
-
-
-def duplicate_rows(digests: list, sample_ids: list, file_json: list, lines: list, starts: list) -> str:
-    """``duplicate_index.jsonl`` rows of some groups, as ``dumps_row`` would write them.
-
-    Group ``g`` has digest ``digests[g]`` and the members ``starts[g]:starts[g + 1]`` of
-    the member columns (sorted by sample id; ``starts[0]`` is 0); ``file_json`` holds
-    each member's source file as JSON text. Every member's text comes from one
-    printf-style ``%`` (a build of repeated data has about as many members as samples).
+    Group ``g`` has digest ``digests[g]`` (32 bytes) and the members
+    ``starts[g]:starts[g + 1]`` of the member columns (sorted by sample id; ``starts[0]``
+    is 0); ``files`` holds each member's source file as JSON text. Members' texts and
+    the groups' rows are put together by Arrow (a build of repeated data has about as
+    many members as samples).
     """
-    members = list(map(_DUPLICATE_MEMBER.__mod__, zip(sample_ids, file_json, lines)))
-    return "".join(
-        f'{{"hash":"{digest.hex()}","count":{b - a},"samples":[{",".join(members[a:b])}]}}\n'
-        for digest, a, b in zip(digests, starts, starts[1:]))
+    members = _join(('{"sample_id":', _ints_text(sample_ids), ',"source_file":', files, ',"source_line":',
+                     _ints_text(lines), "}"))
+    offsets = pa.array(np.asarray(starts, np.int64))
+    samples = pc.binary_join(pa.LargeListArray.from_arrays(offsets, members), pa.scalar(",", pa.large_string()))
+    return _join_rows(len(digests), ('{"hash":"', _hex_digests(digests), '","count":', _ints_text(np.diff(starts)),
+                                     ',"samples":[', samples, "]}\n"))
 
 
 def histogram(plan: OutputPlan) -> dict:

@@ -49,6 +49,7 @@ from typing import Callable, Optional
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -373,7 +374,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
         file_of[at:at + s.count] = s.file
         at += s.count
     members, starts = _duplicate_groups(rows)
-    file_json = [indexes.json_string(f.path) for f in config.files]
+    file_json = pa.array([indexes.json_string(f.path) for f in config.files], pa.large_string())
 
     def rendered():
         """The rows, whole groups of about DUPLICATE_MEMBERS_PER_CHUNK members at a
@@ -385,9 +386,8 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
             bounds = starts[g:h + 1]
             mine = members[bounds[0]:bounds[-1]]
             yield indexes.duplicate_rows(
-                [rows["digest"][i].tobytes() for i in members[bounds[:-1]].tolist()],
-                rows["sample_id"][mine].tolist(), [file_json[f] for f in file_of[mine].tolist()],
-                rows["line"][mine].tolist(), (bounds - bounds[0]).tolist()).encode("utf-8")
+                rows["digest"][members[bounds[:-1]]], rows["sample_id"][mine], file_json.take(pa.array(file_of[mine])),
+                rows["line"][mine], bounds - bounds[0])
 
     storage.write_bytes(layout.duplicate_part_path(out.path, task.task), rendered())
     return DuplicatePartResult(task.output, task.task, len(starts) - 1, len(members))
