@@ -7,6 +7,7 @@ counts into every global fact the writers need, so no worker ever sees the corpu
 * the rank of every record inside its unit, hence its shard and position;
 * the ``extend`` policy's new units, resolved in sample-id order;
 * the shard tasks: which byte ranges of which block spills make up each shard;
+* the duplicate tasks: which slice of each block's hash spill holds each digest range;
 * the first error, when a policy says ``abort``.
 
 The plan is computed once (from a single-key GroupByKey of the summaries) and travels
