@@ -177,14 +177,14 @@ def _join_rows(n: int, pieces: tuple) -> bytes:
         return b""
     rows = _join(pieces)
     offsets = np.frombuffer(rows.buffers()[1], np.int64)[rows.offset:rows.offset + n + 1]
-    return rows.buffers()[2].to_pybytes()[int(offsets[0]):int(offsets[-1])]
+    start, end = int(offsets[0]), int(offsets[-1])
+    return rows.buffers()[2].slice(start, end - start).to_pybytes()
 
 
 def _unk_parts(unk, starts: np.ndarray) -> pa.Array:
-    """The UNK part (``unk_rows.UNK_PART``, column-wise) of each column-entry sample, whose tokens
-    are the entries ``starts[k]`` up to the next start: every item's text (decimal
-    digits, JSON string) is made by Arrow over a whole column and joined per sample in
-    C++."""
+    """The UNK part (``unk_rows.UNK_PART``) of each column-entry sample, whose tokens are
+    the entries ``starts[k]`` up to the next start: every item's text (decimal digits,
+    JSON string) is made by Arrow over a whole column and joined per sample in C++."""
     offsets = pa.array(np.r_[starts, len(unk)].astype(np.int64))
 
     def runs(items: pa.Array, sep: str) -> pa.Array:

@@ -85,8 +85,8 @@ log = logging.getLogger(__name__)
 # Elements that cross a Beam boundary are frozen dataclasses, not NamedTuples: some
 # runners (Dask) move tuples through coders that drop the NamedTuple class.
 
-# A DoFn with two kinds of output yields (kind, value) pairs split by FlatMaps rather
-# than tagged outputs, which the Dask runner mixes together.
+# A DoFn with several kinds of output yields (kind, value) pairs rather than tagged
+# outputs, which the Dask runner mixes together; Finalize sorts them by kind.
 # Kinds of the results collected for Finalize.
 PLAN, SHARD, PART, DUPS, DIGEST = "plan", "shard", "part", "dups", "digest"
 
@@ -196,7 +196,8 @@ class _StorageDoFn(beam.DoFn):
 
 
 class _EncodeBlockFn(_StorageDoFn):
-    """Read one block, encode it, spill its records and metadata; emit its summary."""
+    """Read one block, encode it, spill its records, metadata and content hashes; emit
+    its summary."""
 
     def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict],
                  pipelined: bool = False, word_encoder: bool = True, worker_cores: Optional[int] = None,

@@ -27,6 +27,8 @@ from typing import Optional
 
 import numpy as np
 
+from .shard_format import ragged_gather_index
+
 #: The UNK part of an ``unk_index.jsonl`` row, from ``"unk_count"`` to the newline, as a
 #: printf format of the count and the three lists' comma-joined items.
 UNK_PART = '"unk_count":%d,"unk_positions":[%s],"unk_field_indices":[%s],"unk_chars":[%s]}\n'
@@ -62,13 +64,8 @@ class CharColumn:
     @classmethod
     def of(cls, strings) -> "CharColumn":
         strings = list(strings)
-        return cls.from_text("".join(strings), np.fromiter(map(len, strings), np.int64, len(strings)))
-
-    @classmethod
-    def from_text(cls, text: str, lengths) -> "CharColumn":
-        """The strings that are consecutive pieces of ``text``, ``lengths`` characters each."""
-        codes = np.frombuffer(text.encode(_UTF32, "surrogatepass"), np.uint32)
-        return cls(codes, _ends(lengths))
+        codes = np.frombuffer("".join(strings).encode(_UTF32, "surrogatepass"), np.uint32)
+        return cls(codes, _ends(np.fromiter(map(len, strings), np.int64, len(strings))))
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -93,10 +90,7 @@ class CharColumn:
         """The strings at ``index`` (integer positions, any order, repeats allowed)."""
         index = np.asarray(index, np.int64)
         lengths = self.lengths[index]
-        starts = self.ends[index] - lengths
-        total = int(lengths.sum())
-        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return CharColumn(self.codes[np.repeat(starts, lengths) + within], _ends(lengths))
+        return CharColumn(self.codes[ragged_gather_index(self.ends[index] - lengths, lengths)], _ends(lengths))
 
     @staticmethod
     def concat(columns) -> "CharColumn":
