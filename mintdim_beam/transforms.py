@@ -49,7 +49,6 @@ from typing import Callable, Optional
 
 import apache_beam as beam
 import numpy as np
-import pyarrow as pa
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -375,7 +374,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
         file_of[at:at + s.count] = s.file
         at += s.count
     members, starts = _duplicate_groups(rows)
-    file_json = pa.array([indexes.json_string(f.path) for f in config.files], pa.large_string())
+    file_json = [indexes.json_string(f.path) for f in config.files]
 
     def rendered():
         """The rows, whole groups of about DUPLICATE_MEMBERS_PER_CHUNK members at a
@@ -387,7 +386,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
             bounds = starts[g:h + 1]
             mine = members[bounds[0]:bounds[-1]]
             yield indexes.duplicate_rows(
-                rows["digest"][members[bounds[:-1]]], rows["sample_id"][mine], file_json.take(pa.array(file_of[mine])),
+                rows["digest"][members[bounds[:-1]]], rows["sample_id"][mine], file_json, file_of[mine],
                 rows["line"][mine], bounds - bounds[0])
 
     storage.write_bytes(layout.duplicate_part_path(out.path, task.task), rendered())
