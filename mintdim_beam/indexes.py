@@ -11,7 +11,6 @@ import json
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .plan import BlockPlan, OutputPlan
 from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
@@ -96,7 +95,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         '{"sample_id":', _ints_text(indexed + base), ',"hash":"', _take(hexes, indexed),
         '","token_count":', _ints_text(meta.token_count[indexed]), ',"unit_size":', unit_text,
         ',"source_file":' + src + ',"source_line":', _ints_text(lines[indexed]), ',"shard_path":"unit_',
-        unit_text, "/shard_", pc.utf8_lpad(_ints_text(shards), 6, "0", memory_pool=_POOL), '.bin","empty_fields":',
+        unit_text, "/shard_", _pc().utf8_lpad(_ints_text(shards), 6, "0", memory_pool=_POOL), '.bin","empty_fields":',
         "[]" if empty is None else _strings(empty), ',"shard_record":',
         _ints_text(records), "}\n"))
 
@@ -153,9 +152,17 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
     }
 
 
+def _pc():
+    """``pyarrow.compute``, imported on first use: 26 ms of start-up that the launcher,
+    which imports this module but writes no rows, never needs (Beam imports pyarrow)."""
+    import pyarrow.compute
+
+    return pyarrow.compute
+
+
 def _ints_text(values) -> pa.Array:
     """Integers as their decimal text (as ``str`` writes them), computed by Arrow."""
-    return pc.cast(pa.array(np.asarray(values, np.int64), memory_pool=_POOL), pa.large_string(), memory_pool=_POOL)
+    return _pc().cast(pa.array(np.asarray(values, np.int64), memory_pool=_POOL), pa.large_string(), memory_pool=_POOL)
 
 
 def _strings(values: list) -> pa.Array:
@@ -163,7 +170,7 @@ def _strings(values: list) -> pa.Array:
 
 
 def _take(array: pa.Array, index) -> pa.Array:
-    return pc.take(array, pa.array(np.asarray(index, np.int64), memory_pool=_POOL), memory_pool=_POOL)
+    return _pc().take(array, pa.array(np.asarray(index, np.int64), memory_pool=_POOL), memory_pool=_POOL)
 
 
 def _hex_digests(digests: np.ndarray) -> pa.Array:
@@ -178,7 +185,7 @@ def _join(pieces) -> pa.Array:
     """Row ``i`` is the concatenation of each piece's ``i``-th value; a piece is an
     Arrow array of strings, or a ``str`` every row holds."""
     args = [pa.scalar(p, pa.large_string()) if isinstance(p, str) else p for p in pieces]
-    return pc.binary_join_element_wise(*args, pa.scalar("", pa.large_string()), memory_pool=_POOL)
+    return _pc().binary_join_element_wise(*args, pa.scalar("", pa.large_string()), memory_pool=_POOL)
 
 
 def _join_rows(n: int, pieces: tuple) -> bytes:
@@ -222,13 +229,13 @@ def _json_items(chars) -> pa.Array:
     if found is None:   # every separator occurs in the strings: item by item
         return _strings([json_string(c)[1:-1] for c in chars.tolist()])
     sep, joined = found
-    return pc.split_pattern(_strings([json_string(joined)[1:-1]]), sep, memory_pool=_POOL).flatten()
+    return _pc().split_pattern(_strings([json_string(joined)[1:-1]]), sep, memory_pool=_POOL).flatten()
 
 
 def _join_lists(offsets: pa.Array, items: pa.Array, sep: str) -> pa.Array:
     """Item ``offsets[k]`` up to ``offsets[k + 1]`` of ``items``, joined by ``sep``, for each ``k``."""
     lists = pa.LargeListArray.from_arrays(offsets, items, pool=_POOL)
-    return pc.binary_join(lists, pa.scalar(sep, pa.large_string()), memory_pool=_POOL)
+    return _pc().binary_join(lists, pa.scalar(sep, pa.large_string()), memory_pool=_POOL)
 
 
 def duplicate_rows(digests: np.ndarray, sample_ids: np.ndarray, file_json: list, file_of: np.ndarray,
