@@ -57,9 +57,9 @@ class BlockSummary:
     bad_records: int
     overflow_events: int       # samples above max(declared sizes), any policy
     first_error: Optional[tuple]  # (local_sample, local_line, error dict)
-    # Row offsets in the block's hash spill where each duplicate task's digest range
-    # begins, and its end (the output's task count + 1 entries); () if it spilled none.
-    hash_bounds: tuple = ()
+    # Digest ranges (the output's duplicate tasks) the block's hash spill is cut into,
+    # its bounds file saying where each begins; 0 if it spilled no hash.
+    hash_tasks: int = 0
 
 
 class Piece(NamedTuple):
@@ -82,25 +82,25 @@ class ShardTask:
 
 
 @dataclass(frozen=True)
-class HashSlice:
-    """Rows ``[start, start + count)`` of one block's hash spill (one digest range), and
-    the offsets that make the rows' block-local sample ids and lines global."""
+class HashSpill:
+    """A block's hash spill, and the offsets that make its rows' block-local sample ids
+    and lines global."""
 
     file: int
     block: int
-    start: int
-    count: int
     sample_offset: int
     line_offset: int
 
 
 @dataclass(frozen=True)
 class DuplicateTask:
-    """One digest range of an output's content hashes: a slice of each block's spill."""
+    """Digest range ``task`` of an output's content hashes: that range's slice of each
+    spill (the spill's bounds file says where it is). ``spills`` is one tuple shared by
+    all the output's tasks, so the plan grows with blocks plus tasks, not their product."""
 
     output: int
     task: int
-    slices: tuple              # HashSlice, in (file, block) order
+    spills: tuple              # HashSpill, in sample order
 
 
 @dataclass
@@ -231,14 +231,9 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
 
 def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
     """The output's duplicate tasks: task ``t`` reads range ``t`` of every block's spill."""
-    count = max((len(s.hash_bounds) - 1 for s in ordered), default=0)
-    slices: list = [[] for _ in range(count)]
-    for s in ordered:
-        bp = blocks[(s.file, s.block)]
-        for t, (start, end) in enumerate(zip(s.hash_bounds, s.hash_bounds[1:])):
-            if end > start:
-                slices[t].append(HashSlice(s.file, s.block, start, end - start, bp.sample_offset, bp.line_offset))
-    return [DuplicateTask(output, t, tuple(found)) for t, found in enumerate(slices)]
+    spills = tuple(HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
+                             blocks[(s.file, s.block)].line_offset) for s in ordered if s.hash_tasks)
+    return [DuplicateTask(output, t, spills) for t in range(max((s.hash_tasks for s in ordered), default=0))]
 
 
 def _declared_tasks(output: int, unit: int, runs, total: int, sps: int) -> list:

@@ -17,12 +17,12 @@ whole PCollections (and shuffles) in memory.
 
 Duplicates: each output's digest space is split into as many ranges as its input size
 asks for (``DUPLICATE_TASK_BYTES`` per task), fixed before encoding. Every encoder
-spills its block's content hashes sorted by digest and reports where each range
-begins, so a range is one contiguous slice of each block's file, and the plan lists
-each task's slices: duplicate tasks run in the write stage, next to the index parts,
-with no shuffle of their own. A task reads its slices, groups equal digests and writes
-its groups sorted by first sample id; finalize merges the tasks' files into
-``duplicate_index.jsonl``.
+spills its block's content hashes sorted by digest, with a small file saying where
+each range begins, so a range is one contiguous slice of each block's spill: duplicate
+tasks run in the write stage, next to the index parts, with no shuffle of their own,
+and the plan only lists the spills (one tuple per output, shared by its tasks). A task
+reads its slice of each spill, groups equal digests and writes its groups sorted by
+first sample id; finalize merges the tasks' files into ``duplicate_index.jsonl``.
 
 Portability. The pipeline uses only ParDo, GroupByKey, Flatten and Create, and every
 dependency is a main input: no side inputs, no tagged outputs, no combiners. That is
@@ -259,7 +259,7 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
     """Write a block's records, metadata and content hashes to staging; return its summary.
 
     The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
-    ranges is one slice of the spill; the summary says where each begins.
+    ranges is one slice of the spill; a small bounds file says where each begins.
     """
     directory = layout.block_dir(out_path, ref.file, ref.block)
     unit_counts, unit_tokens = {}, {}
@@ -290,12 +290,12 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
         first_error = (sample, line, err.to_dict())
     over = int(np.isin(result.status, (2, 3, 4)).sum())
     hashes = _sorted_hashes(result)
-    bounds = ()
     if len(hashes):
         storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
-        bounds = tuple(_range_bounds(hashes, duplicate_tasks).tolist())
+        storage.write_bytes(storage.join(directory, "hash_bounds.bin"),
+                            _range_bounds(hashes, duplicate_tasks).astype("<i8").tobytes())
     return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
-                        overflow, len(result.bad), over, first_error, bounds)
+                        overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0)
 
 
 def _plan_from(config: BuildConfig, summaries):
@@ -361,18 +361,24 @@ def _write_task_key(task):
 def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
     """Group one digest range of an output; write its groups sorted by first sample id."""
     out = config.outputs[task.output]
-    rows = np.zeros(sum(s.count for s in task.slices), HASH_ROW)
+    slices = []     # (spill, directory, first row, rows) of this task's digest range
+    for s in task.spills:
+        directory = layout.block_dir(out.path, s.file, s.block)
+        start, end = np.frombuffer(storage.read_range(storage.join(directory, "hash_bounds.bin"), task.task * 8, 16),
+                                   "<i8").tolist()
+        if end > start:
+            slices.append((s, directory, start, end - start))
+    rows = np.zeros(sum(count for *_, count in slices), HASH_ROW)
     file_of = np.zeros(len(rows), np.int32)
     at = 0
-    for s in task.slices:
-        path = storage.join(layout.block_dir(out.path, s.file, s.block), "hashes.bin")
-        mine = rows[at:at + s.count]
-        mine[:] = np.frombuffer(storage.read_range(path, s.start * HASH_ROW.itemsize, s.count * HASH_ROW.itemsize),
-                                HASH_ROW)
+    for s, directory, start, count in slices:
+        mine = rows[at:at + count]
+        mine[:] = np.frombuffer(storage.read_range(storage.join(directory, "hashes.bin"), start * HASH_ROW.itemsize,
+                                                   count * HASH_ROW.itemsize), HASH_ROW)
         mine["sample_id"] += s.sample_offset
         mine["line"] += s.line_offset
-        file_of[at:at + s.count] = s.file
-        at += s.count
+        file_of[at:at + count] = s.file
+        at += count
     members, starts = _duplicate_groups(rows)
     file_json = [indexes.json_string(f.path) for f in config.files]
 

@@ -1,7 +1,7 @@
 """The global plan: prefix sums, ranks, extend units and shard cutting (pure)."""
 
 from mintdim_beam.config import JobSpec, Policies, resolve
-from mintdim_beam.plan import BlockSummary, DuplicateTask, HashSlice, OverflowSample, Piece, make_plan
+from mintdim_beam.plan import BlockSummary, DuplicateTask, HashSpill, OverflowSample, Piece, make_plan
 
 
 def _config(files=("a.jsonl", "b.jsonl"), outputs=("out",), sizes=(4, 8), sps=3, overflow="extend"):
@@ -11,28 +11,27 @@ def _config(files=("a.jsonl", "b.jsonl"), outputs=("out",), sizes=(4, 8), sps=3,
     return resolve(job, Policies(on_overflow=overflow))
 
 
-def _summary(file, block, n_lines, n_samples, counts, overflow=(), error=None, hash_bounds=()):
+def _summary(file, block, n_lines, n_samples, counts, overflow=(), error=None, hash_tasks=0):
     return BlockSummary(file, block, n_lines, n_samples, dict(counts), {u: c for u, c in counts.items()},
-                        tuple(overflow), 0, len(overflow), error, hash_bounds)
+                        tuple(overflow), 0, len(overflow), error, hash_tasks)
 
 
-def test_duplicate_tasks_take_each_blocks_slice_of_their_range_with_its_offsets():
-    """Task t reads rows bounds[t]:bounds[t + 1] of each block's hash spill, with the
-    offsets that make the rows' local ids and lines global; empty slices are left out."""
+def test_duplicate_tasks_list_every_hash_spill_with_its_offsets_once():
+    """Each task reads its range of every block that spilled hashes, in sample order,
+    with the offsets that make the rows' local ids and lines global; the tasks of an
+    output share one tuple of spills (the plan grows with blocks plus tasks)."""
     config = _config()
     plan = make_plan(config, [
-        _summary(1, 0, 5, 4, {4: 4}, hash_bounds=(0, 1, 1, 4)),
-        _summary(0, 1, 3, 2, {4: 2}, hash_bounds=(0, 0, 2, 2)),
-        _summary(0, 0, 10, 7, {4: 7}, hash_bounds=(0, 3, 5, 7)),
+        _summary(1, 0, 5, 4, {4: 4}, hash_tasks=3),
+        _summary(0, 1, 3, 2, {4: 2}, hash_tasks=3),
+        _summary(0, 0, 10, 7, {4: 7}, hash_tasks=3),
         _summary(0, 2, 2, 0, {}),                                 # no sample, no spill
     ])
-    assert plan.duplicate_tasks == [
-        DuplicateTask(0, 0, (HashSlice(0, 0, 0, 3, 0, 0), HashSlice(1, 0, 0, 1, 9, 0))),
-        DuplicateTask(0, 1, (HashSlice(0, 0, 3, 2, 0, 0), HashSlice(0, 1, 0, 2, 7, 10))),
-        DuplicateTask(0, 2, (HashSlice(0, 0, 5, 2, 0, 0), HashSlice(1, 0, 1, 3, 9, 0))),
-    ]
+    spills = (HashSpill(0, 0, 0, 0), HashSpill(0, 1, 7, 10), HashSpill(1, 0, 9, 0))
+    assert plan.duplicate_tasks == [DuplicateTask(0, t, spills) for t in range(3)]
+    assert len({id(t.spills) for t in plan.duplicate_tasks}) == 1
     failed = make_plan(config, [_summary(0, 0, 1, 1, {4: 1}, error=(0, 0, {"error": "E", "fields": {}}),
-                                         hash_bounds=(0, 1))])
+                                         hash_tasks=1)])
     assert failed.error is not None and failed.duplicate_tasks == []
 
 
