@@ -37,7 +37,7 @@ from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
-from .warm_workers import LOCAL_RUNNERS, WarmPool, default_processes
+from .warm_workers import LOCAL_RUNNERS, WarmPool, default_processes, prompt_bundle_ends
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
@@ -293,7 +293,9 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
         build_info["worker_cores"] = worker_cores
         _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
                                          word_encoder=words, worker_cores=worker_cores)
-    with _outside_ipython():
+    # The in-memory runner runs every bundle during run(), in this process.
+    local = build_info.get("runner") == "FnApiRunner"
+    with _outside_ipython(), (prompt_bundle_ends() if local else contextlib.nullcontext()):
         result = p.run()
     try:
         state = result.wait_until_finish()

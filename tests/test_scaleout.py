@@ -464,22 +464,27 @@ def _report_collector(directory: str):
         import gc
         import os
 
+        from apache_beam.runners.worker import statesampler
+
         path = os.path.join(directory, f"{os.getpid()}-{x}")
         with open(path, "w") as f:
-            f.write(f"{gc.get_threshold()[0]} {gc.get_freeze_count()}")
+            f.write(f"{gc.get_threshold()[0]} {gc.get_freeze_count()} "
+                    f"{statesampler.get_current_tracker().sampling_period_ms}")
         return x
     return report
 
 
 @pytest.mark.skipif(usable_cores() < 2, reason="the default uses processes on 2+ cores")
 def test_warm_workers_collect_young_objects_less_often_and_leave_the_caller_alone(tmp_path):
-    """Warm workers (our processes) run with a higher first-generation threshold and
-    Beam's modules frozen; the launcher's process keeps its own collector settings."""
+    """Warm workers (our processes) run with a higher first-generation threshold,
+    Beam's modules frozen and a 10 ms state sampler; the launcher's process keeps its
+    own collector settings and Beam's sampler default."""
     import gc
     import os
 
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.worker import statesampler
 
     from mintdim_beam import launcher, warm_workers
 
@@ -496,9 +501,86 @@ def test_warm_workers_collect_young_objects_less_often_and_leave_the_caller_alon
         pool.close(wait=True)
     reports = {path.name.split("-")[0]: path.read_text().split() for path in tmp_path.iterdir()}
     assert reports and str(os.getpid()) not in reports
-    for threshold, frozen in reports.values():
+    for threshold, frozen, period in reports.values():
         assert int(threshold) == warm_workers.GC_THRESHOLD0 and int(frozen) > 10_000
+        assert int(period) == warm_workers.SAMPLER_PERIOD_MS == 10
     assert gc.get_threshold() == before
+    assert statesampler.StateSampler.__init__.__defaults__ == (statesampler.DEFAULT_SAMPLING_PERIOD_MS,) == (200,)
+
+
+def _sampler_periods(tmp_path, **flags) -> set:
+    """The state sampler periods that a small local pipeline's bundles ran with."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from mintdim_beam import launcher
+
+    with beam.Pipeline(runner=launcher.resolve_runner(None, PipelineOptions())[0],
+                       options=PipelineOptions(**flags)) as p:
+        _ = p | beam.Create(list(range(4))) | beam.Map(_report_collector(str(tmp_path)))
+    periods = {int(path.read_text().split()[2]) for path in tmp_path.iterdir()}
+    for path in tmp_path.iterdir():
+        path.unlink()
+    return periods
+
+
+def test_in_memory_bundles_use_the_short_sampler_period_only_inside_a_build(tmp_path):
+    """The in-memory runner's bundles run in the caller's process: the short period
+    applies for the build's time, and Beam's own default is back afterwards (also
+    after a failure)."""
+    from apache_beam.runners.worker import statesampler
+
+    from mintdim_beam import warm_workers
+
+    init = statesampler.StateSampler.__init__
+    assert _sampler_periods(tmp_path) == {200}
+    with warm_workers.prompt_bundle_ends():
+        assert init.__defaults__ == (10,)
+        assert _sampler_periods(tmp_path) == {10}
+    assert init.__defaults__ == (200,)
+    with pytest.raises(KeyError):
+        with warm_workers.prompt_bundle_ends():
+            raise KeyError("x")
+    assert init.__defaults__ == (200,) and _sampler_periods(tmp_path) == {200}
+
+
+def test_an_in_memory_build_runs_its_bundles_with_the_short_sampler_period(corpus, monkeypatch, tmp_path):
+    """run() in memory: the plan step (a bundle in this process) sees the 10 ms period,
+    and the caller's default is back once run() returns."""
+    from apache_beam.runners.worker import statesampler
+
+    from mintdim_beam import transforms
+
+    root, job, base = corpus
+    record = tmp_path / "periods"
+    real_plan = transforms._plan_from
+
+    def plan_from(config, summaries):   # pickled with the step: it reports through a file
+        with open(record, "a") as f:
+            f.write(f"{statesampler.get_current_tracker().sampling_period_ms}\n")
+        return real_plan(config, summaries)
+
+    monkeypatch.setattr(transforms, "_plan_from", plan_from)
+    other = _build_elsewhere(root, job, "sampler_memory", build_batch=[3], block_size=1024)
+    _assert_same(base, other)
+    assert json.loads(Path(other[0], "build_info.json").read_text())["direct_running_mode"] == "in_memory"
+    assert record.read_text().split() == ["10"]
+    assert statesampler.StateSampler.__init__.__defaults__ == (200,)
+
+
+def test_a_changed_sampler_default_is_left_alone(monkeypatch):
+    """If Beam's sampler default is not the one this was measured against (a newer
+    Beam, or a user's own setting), neither the workers nor a build change it."""
+    from apache_beam.runners.worker import statesampler
+
+    from mintdim_beam import warm_workers
+
+    init = statesampler.StateSampler.__init__
+    monkeypatch.setattr(init, "__defaults__", (50,))
+    warm_workers._prompt_bundle_ends()
+    with warm_workers.prompt_bundle_ends():
+        assert init.__defaults__ == (50,)
+    assert init.__defaults__ == (50,)
 
 
 def test_a_warm_worker_that_never_starts_its_harness_is_replaced_by_beams(corpus, tmp_path):
