@@ -29,7 +29,7 @@ import orjson
 
 from . import errors
 from .config import FileSpec, Policies
-from .shard_format import layout_units
+from .shard_format import layout_units, ragged_gather_index
 from .template import FieldTypeError, render_value
 from .tokenizers import Tokenizer
 from .text_cache import Rest, TextCache
@@ -174,11 +174,16 @@ class _RepeatCache:
                 store.add(p)
         return fresh, fresh_values, repeats, store
 
+    def full(self) -> bool:
+        """Whether the kept results reached ``MAX_BYTES`` (then none is worth preparing)."""
+        return self.nbytes >= self.MAX_BYTES
+
     def keep(self, digest: bytes, result: _Finished) -> None:
-        size = result.record.nbytes + 2 * len(result.unk_text)
-        if self.nbytes + size <= self.MAX_BYTES:
+        """Keep ``result`` unless the cache is full (so it holds at most one result more
+        than ``MAX_BYTES``)."""
+        if not self.full():
             self.entries[digest] = result
-            self.nbytes += size
+            self.nbytes += result.record.nbytes + 2 * len(result.unk_text)
 
 
 @dataclass
@@ -697,18 +702,27 @@ class BlockEncoder:
         row[order] = np.arange(len(placed)) - np.repeat(first, counts)
         rows = row[np.searchsorted(placed, wanted)]   # OK samples are placed; placed ascends
         G, slots = len(pb.good), len(self._slot_field)
-        for g, r in zip(wanted.tolist(), rows.tolist()):
-            p = int(good_arr[g])
+        samples = pb.base + good_arr[wanted]
+        # Each wanted sample's UNK rows: the table is sorted by sample, so one range each,
+        # and all their substrings in one gather.
+        first = np.searchsorted(unk.sample, samples, side="left")
+        last = np.searchsorted(unk.sample, samples, side="right")
+        chars = unk.chars.take(ragged_gather_index(first, last - first)).tolist() if len(unk) else []
+        at = 0
+        for g, r, a, b in zip(wanted.tolist(), rows.tolist(), first.tolist(), last.tolist()):
+            if self._repeats.full():
+                return
+            p = good_arr[g]
             u = int(unit[g])
-            mine = np.nonzero(unk.sample == pb.base + p)[0] if len(unk) else np.zeros(0, np.int64)
             lengths = [0] * len(self.field_names)
             for k in range(slots):
                 lengths[self._slot_field[k]] = len(pb.texts[k * G + g])
             record = records[u][r]
-            chars = unk.chars.take(mine).tolist() if len(mine) else []
+            mine = chars[at:at + b - a]
+            at += b - a
             self._repeats.keep(pb.digests[p].tobytes(), _Finished(
-                tuple(lengths), u, int(record[1:1 + self.n].sum()), record.copy(), len(chars),
-                unk_part(unk.position[mine], unk.segment[mine], chars) if chars else ""))
+                tuple(lengths), u, int(record[1:1 + self.n].sum()), record.copy(), len(mine),
+                unk_part(unk.position[a:b], unk.segment[a:b], mine) if mine else ""))
 
     def _add_repeats(self, pb: "_Batch", good_arr, unit, placed, records: dict, unk: UnkTable,
                      full_status, token_count, orig_count, full_unit) -> tuple:

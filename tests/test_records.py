@@ -97,14 +97,16 @@ def test_feed_and_drain_give_each_block_its_own_result(tmp_path, monkeypatch, on
     assert encoder.drain() == []
 
 
-@pytest.mark.parametrize("on_overflow", ["truncate", "extend"])
-def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overflow):
+@pytest.mark.parametrize("on_overflow, slice_samples", [("truncate", 6), ("extend", 6), ("extend", 18)])
+def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overflow, slice_samples):
     """Samples seen a third time reuse the result of the second (no tokenizer call);
-    every block's result equals the one a fresh encoder (no history) gives."""
-    monkeypatch.setattr(records, "SLICE_SAMPLES", 6)
+    every block's result equals the one a fresh encoder (no history) gives. With 18
+    samples a slice keeps several samples with UNK tokens at once."""
+    monkeypatch.setattr(records, "SLICE_SAMPLES", slice_samples)
     base = [
         {"q": "ab", "a": "c"}, {"q": "a", "a": "bc"},            # same rendered text, other split
         {"q": "漢字 question", "a": "answer ✓ 漢"},               # UNK tokens
+        {"q": "猫 cat", "a": "dog 犬犬 ✓✓"},                      # other UNK tokens
         {"q": "long", "a": "word " * 40},                         # overflows the largest unit
         {"q": "", "a": "empty question"},
         {"q": "plain", "a": "a plain answer"},
@@ -123,15 +125,37 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
         done.extend(shared.feed(r, read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
     done.extend(shared.drain())
     assert shared._repeats.entries                                # results were kept ...
-    # ... and reused: of 24 copies x 6 rows x 2 texts (288 without reuse), the overflowing
+    # ... and reused: of 24 copies x 7 rows x 2 texts (336 without reuse), the overflowing
     # row and the two rows sharing a digest are encoded every time (144 texts); the other
-    # three rows at most in their first three copies (18 texts).
-    assert sum(calls) <= 144 + 18
+    # four rows at most in their first three copies (24 texts).
+    assert sum(calls) <= 144 + 24
     for r, result in done:
         _same(result, encoder().encode_block(read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
     assert sum(res.unk.tokens for _, res in done) >= 6
     # Repeats with UNK tokens carry their kept UNK part, not their tokens again.
-    assert sum(len(res.unk.rendered_sample) for _, res in done) >= 20
+    assert sum(len(res.unk.rendered_sample) for _, res in done) >= (20 if slice_samples == 6 else 12)
+
+
+def test_a_full_repeat_cache_keeps_nothing_more_and_changes_no_result(tmp_path, monkeypatch):
+    """Once the kept results fill the cache, later second occurrences are encoded as
+    usual and nothing more is prepared for keeping; every block's result is unchanged."""
+    monkeypatch.setattr(records, "SLICE_SAMPLES", 6)
+    rows = [{"q": f"漢字 {i % 40}", "a": f"answer {i % 40} ✓"} for i in range(240)]
+    path = write_jsonl(tmp_path / "many.jsonl", rows)
+    config, encoder = fresh_encoders(tmp_path, path, ["q", "a"], "{q}{a}", "extend")
+    shared = encoder()
+    shared._repeats.MAX_BYTES = 1         # the first kept result fills it
+    kept = []
+    keep = shared._repeats.keep
+    monkeypatch.setattr(shared._repeats, "keep", lambda d, r: kept.append(d) or keep(d, r))
+    done = []
+    for r in plan_blocks(config):
+        done.extend(shared.feed(r, read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
+    done.extend(shared.drain())
+    assert len(kept) == len(shared._repeats.entries) == 1
+    for r, result in done:
+        _same(result, encoder().encode_block(read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
+    assert sum(res.unk.tokens for _, res in done) >= 240
 
 
 def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
