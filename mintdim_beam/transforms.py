@@ -252,14 +252,18 @@ class _EncodeBlockFn(_StorageDoFn):
         self._samples.inc(result.n_samples)
         self._bad.inc(len(result.bad))
         out = self._config.outputs[self._config.files[ref.file].output]
-        return _spill(out.path, ref, result, self._duplicate_tasks.get(out.index, 1))
+        dtype = self._tokenizers[out.tokenizer].storage.numpy_dtype
+        return _spill(out.path, ref, result, self._duplicate_tasks.get(out.index, 1), dtype)
 
 
-def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: int = 1) -> BlockSummary:
+def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: int,
+           token_dtype: np.dtype) -> BlockSummary:
     """Write a block's records, metadata and content hashes to staging; return its summary.
 
     The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
     ranges is one slice of the spill; a small bounds file says where each begins.
+    Overflow tokens are spilled in the shards' ``token_dtype``, the type they are
+    written in (a quarter of int64's bytes for a vocabulary of up to 65,535 ids).
     """
     directory = layout.block_dir(out_path, ref.file, ref.block)
     unit_counts, unit_tokens = {}, {}
@@ -277,7 +281,7 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
             for s, c, o, lens in zip(result.overflow_samples, sizes, offsets, result.overflow_lengths)
         )
         storage.write_bytes(storage.join(directory, "overflow.bin"),
-                            result.overflow_tokens.astype(np.int64).tobytes())
+                            result.overflow_tokens.astype(token_dtype).tobytes())
     meta = BlockResult(
         n_lines=result.n_lines, local_line=result.local_line, status=result.status,
         token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,
@@ -491,12 +495,14 @@ class _WriteOutputsFn(_StorageDoFn):
         per_chunk = max(1, EXTENDED_CHUNK_BYTES // (slots * tok.storage.bytes_per_token))
         for first in range(0, len(lengths), per_chunk):
             rows = lengths[first:first + per_chunk]
-            records = np.full((len(rows), slots), tok.pad_id, tok.storage.numpy_dtype)
+            dtype = tok.storage.numpy_dtype
+            records = np.full((len(rows), slots), tok.pad_id, dtype)
             records[:, 0] = tok.storage.magic
             records[:, 1:1 + n] = rows
             for r, (file, block, ovf) in enumerate(task.overflow[first:first + per_chunk]):
                 path = storage.join(layout.block_dir(out.path, file, block), "overflow.bin")
-                data = np.frombuffer(storage.read_range(path, ovf.token_offset * 8, ovf.token_count * 8), "<i8")
+                data = np.frombuffer(storage.read_range(path, ovf.token_offset * dtype.itemsize,
+                                                        ovf.token_count * dtype.itemsize), dtype)
                 records[r, 1 + n:1 + n + len(data)] = data
             yield records.tobytes()
 

@@ -97,6 +97,32 @@ def test_unk_table_keeps_its_strings_as_code_points(pool):
     assert records.UnkTable(chars=["\uffff"]).chars.joined() == ("\ufffe", "\uffff")
 
 
+def test_an_unk_table_pickles_its_integers_narrow_and_loads_them_as_int64():
+    """A spilled table is mostly its integer columns: they travel in the narrowest type
+    that holds them (int8 ... int64, values at the edges included) and come back as
+    the same int64 columns."""
+    n = 20_000
+    rng = np.random.default_rng(3)
+    cases = [
+        (np.arange(n), rng.integers(0, 70_000, n), np.zeros(n, np.int64)),          # int16, int32, int8
+        (np.full(n, 2**31 - 1), np.full(n, -2**31), np.full(n, 2**40)),           # int32 edges, int64
+        (np.full(n, 127), np.full(n, -128), np.full(n, 128)),                      # int8 edges, int16
+    ]
+    for sample, position, segment in cases:
+        table = records.UnkTable(sample, position, segment, ["é"] * n, np.arange(3), np.array([1, 2, 3]),
+                                 ["a", "b", "c"])
+        wide = len(pickle.dumps({**table.__dict__, "chars": (table.chars.codes, table.chars.ends)}, protocol=5))
+        data = pickle.dumps(table, protocol=5)
+        back = pickle.loads(data)
+        for name in ("sample", "position", "segment", "rendered_sample", "rendered_count"):
+            assert getattr(back, name).dtype == np.int64 and np.array_equal(getattr(back, name), getattr(table, name))
+        assert back.chars == table.chars and back.chars.ends.dtype == np.int64
+        assert back.rendered_text == ["a", "b", "c"] and back.row_parts() == table.row_parts()
+        assert len(data) < wide
+    small = pickle.dumps(records.UnkTable(np.arange(n), np.arange(n), np.zeros(n, np.int64), ["é"] * n), protocol=5)
+    assert len(small) < 0.45 * n * (3 * 8 + 4 + 8)      # int64 columns, code points, int64 ends
+
+
 @pytest.mark.parametrize("pool", [TRICKY, ["\uffff", "\ufffe", "\U0010ffff", "\U0010fffe", "\ue000", "ok"]])
 def test_an_unpickled_block_writes_the_same_rows(pool):
     """The write stage reads a block's metadata back from its spill."""
