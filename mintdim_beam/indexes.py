@@ -188,19 +188,20 @@ def _join(pieces) -> pa.Array:
     return _pc().binary_join_element_wise(*args, pa.scalar("", pa.large_string()), memory_pool=_POOL)
 
 
-def _join_rows(n: int, pieces: tuple) -> bytes:
-    """``n`` rows (:func:`_join`) as UTF-8 bytes.
+def _join_rows(n: int, pieces: tuple):
+    """``n`` rows (:func:`_join`) as UTF-8 bytes: a ``memoryview`` of Arrow's buffer.
 
     Arrow's element-wise join writes all rows into one buffer, in C++; that buffer is
     the file's text, so no Python string is made per row and none is encoded again
-    (about 3x faster than ``%``-formatting each row and joining).
+    (about 3x faster than ``%``-formatting each row and joining), and it is written as
+    it is, not copied to a ``bytes`` first.
     """
     if not n:
         return b""
     rows = _join(pieces)
     offsets = np.frombuffer(rows.buffers()[1], np.int64)[rows.offset:rows.offset + n + 1]
     start, end = int(offsets[0]), int(offsets[-1])
-    return rows.buffers()[2].slice(start, end - start).to_pybytes()
+    return memoryview(rows.buffers()[2].slice(start, end - start)).cast("B")   # Arrow's is "b"
 
 
 def _unk_parts(unk, starts: np.ndarray) -> pa.Array:

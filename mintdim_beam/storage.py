@@ -166,6 +166,18 @@ def _create(path: str):
     return FileSystems.create(path, mime_type=_MIME, compression_type=_RAW)
 
 
+def byte_view(array) -> memoryview:
+    """The bytes of a numpy array, as ``tobytes()`` gives them, without copying them.
+
+    Spills are hundreds of MB per 100 MB of input; a copy of each is as many MB of fresh
+    pages to fault in before they are written (docs/decisions.md, "Spills are kept
+    small").
+    """
+    import numpy as np
+
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
 def write_bytes(path: str, chunks: Iterable[bytes] | bytes) -> int:
     """Write a whole file; a reader never sees it half-written under ``path``.
 

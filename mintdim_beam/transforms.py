@@ -269,7 +269,7 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
     unit_counts, unit_tokens = {}, {}
     written = (result.status == OK) | (result.status == OVF_TRUNCATE)
     for unit, records in result.records.items():
-        storage.write_bytes(storage.join(directory, f"unit_{unit}.bin"), records.tobytes())
+        storage.write_bytes(storage.join(directory, f"unit_{unit}.bin"), storage.byte_view(records))
         unit_counts[unit] = int(records.shape[0])
         unit_tokens[unit] = int(result.token_count[written & (result.unit == unit)].sum())
     overflow = ()
@@ -281,7 +281,7 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
             for s, c, o, lens in zip(result.overflow_samples, sizes, offsets, result.overflow_lengths)
         )
         storage.write_bytes(storage.join(directory, "overflow.bin"),
-                            result.overflow_tokens.astype(token_dtype).tobytes())
+                            storage.byte_view(result.overflow_tokens.astype(token_dtype)))
     meta = BlockResult(
         n_lines=result.n_lines, local_line=result.local_line, status=result.status,
         token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,
@@ -295,7 +295,7 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
     over = int(np.isin(result.status, (2, 3, 4)).sum())
     hashes = _sorted_hashes(result)
     if len(hashes):
-        storage.write_bytes(storage.join(directory, "hashes.bin"), hashes.tobytes())
+        storage.write_bytes(storage.join(directory, "hashes.bin"), storage.byte_view(hashes))
         storage.write_bytes(storage.join(directory, "hash_bounds.bin"),
                             _range_bounds(hashes, duplicate_tasks).astype("<i8").tobytes())
     return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
@@ -504,7 +504,7 @@ class _WriteOutputsFn(_StorageDoFn):
                 data = np.frombuffer(storage.read_range(path, ovf.token_offset * dtype.itemsize,
                                                         ovf.token_count * dtype.itemsize), dtype)
                 records[r, 1 + n:1 + n + len(data)] = data
-            yield records.tobytes()
+            yield storage.byte_view(records)
 
 
 class _HashInputFn(_StorageDoFn):
