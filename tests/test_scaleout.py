@@ -537,6 +537,9 @@ def test_in_memory_bundles_use_the_short_sampler_period_only_inside_a_build(tmp_
     with warm_workers.prompt_bundle_ends():
         assert init.__defaults__ == (10,)
         assert _sampler_periods(tmp_path) == {10}
+        with warm_workers.prompt_bundle_ends():     # a second build at the same time
+            assert init.__defaults__ == (10,)
+        assert init.__defaults__ == (10,)           # the first one's build still runs
     assert init.__defaults__ == (200,)
     with pytest.raises(KeyError):
         with warm_workers.prompt_bundle_ends():
