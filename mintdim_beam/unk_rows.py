@@ -189,8 +189,8 @@ class UnkTable:
 
     def __getstate__(self) -> dict:
         """Integer columns in the narrowest type that holds them, code points and ends
-        as two arrays: a spilled block's UNK table is most of its ``meta.pkl`` (on the
-        generated benchmark corpus 5 MB a block with int64 columns, 2.5 MB so)."""
+        as two arrays: a spilled block's UNK table is most of its ``meta.pkl`` (a block
+        of the generated benchmark corpus: 5.2 MB with int64 columns, 2.5 MB so)."""
         state = {name: _narrow(getattr(self, name)) for name in _INT_COLUMNS}
         state["rendered_text"] = self.rendered_text
         state["char_codes"], state["char_ends"] = self.chars.codes, _narrow(self.chars.ends)
