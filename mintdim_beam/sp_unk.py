@@ -15,7 +15,9 @@ normalizer's own offsets (normalized character -> source character), the same ma
 the protos' offsets are made from. A normalize call is a fraction of an encode, and
 the runs are one regular-expression split. A text the normalizer changed only in its
 whitespace needs no offsets at all (sentencepiece refuses rules that map a string to
-itself, so the rest was copied character by character).
+itself, so the rest was copied character by character), and a text holding no
+character any of the model's rules involves (:func:`rule_chars`, read from the rule
+map itself) needs no normalize call either: only its whitespace could change.
 
 :func:`unk_runs` checks the model's type and that property once, and the runs finder
 checks itself against the protos on a probe text; per text, a run count that differs
@@ -157,6 +159,15 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
 
     known_table = np.zeros(0x110000, bool)
     known_table[[ord(c) for c in known]] = True
+    # Texts no normalization rule can touch skip the normalizer altogether: their runs
+    # are the runs of the text itself, with spaces known (``untouched``): a space only
+    # becomes a "▁" or goes, and no run holds either.
+    touched = untouched = None
+    if aligned:
+        touched = rule_chars(data)
+        if touched is not None and not touched[ord(" ")]:
+            untouched = known_table.copy()
+            untouched[ord(" ")] = True
 
     def make_runs(collapsed: bool):
         def unchanged(text: str, normalized: str) -> bool:
@@ -190,13 +201,26 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
             """``(CharColumn of every text's runs, in order; the text of each run)``."""
             plain: list = []
             other: list = []
-            if aligned:
-                normalized = list(map(normalize_plain, texts))
-                for i, (text, n) in enumerate(zip(texts, normalized)):
-                    (plain if unchanged(text, n) else other).append(i)
-            else:
-                other = list(range(len(texts)))
             parts, owners = [], []
+            rest = list(range(len(texts)))
+            if untouched is not None and texts:
+                # One pass over every text's code points: the texts without a character
+                # any rule involves take their runs from themselves.
+                codes, starts, ends = _code_points(texts)
+                hit = np.r_[0, np.cumsum(touched[codes])]
+                clean = hit[ends] == hit[starts]
+                if clean.any():
+                    found, owner = _runs(codes, starts, untouched)
+                    keep = clean[owner]
+                    parts.append(found.take(np.flatnonzero(keep)))
+                    owners.append(owner[keep])
+                    rest = np.flatnonzero(~clean).tolist()
+            if aligned:
+                normalized = {i: normalize_plain(texts[i]) for i in rest}
+                for i in rest:
+                    (plain if unchanged(texts[i], normalized[i]) else other).append(i)
+            else:
+                other = rest
             if plain:
                 found, owner = _unknown_runs([normalized[i] for i in plain], known_table)
                 parts.append(found)
@@ -207,6 +231,8 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
                 owners.append(np.repeat(np.asarray(other, np.int64), [len(f) for f in found]))
             if len(parts) == 1:
                 return parts[0], owners[0]
+            if not parts:
+                return CharColumn(), np.zeros(0, np.int64)
             owner = np.concatenate(owners)
             order = np.argsort(owner, kind="stable")
             return CharColumn.concat(parts).take(order), owner[order]
@@ -238,17 +264,106 @@ def _unknown_runs(normalized: list, known_table: np.ndarray) -> tuple:
     """The maximal runs of characters outside ``known_table`` of each normalized text:
     ``(CharColumn of the runs in order, the text of each run)``.
 
-    All texts at once, with numpy over their code points: joined by "▁" (a known
-    character, so no run spans two texts), looked up in the table, runs cut where the
-    lookup changes. No Python string is made per run.
+    All texts at once, with numpy over their code points (:func:`_code_points`), runs
+    cut where the table lookup changes. No Python string is made per run.
     """
-    codes = np.frombuffer("\u2581".join(normalized).encode("utf-32-le", "surrogatepass"), np.uint32)
+    codes, starts, _ = _code_points(normalized)
+    return _runs(codes, starts, known_table)
+
+
+def _code_points(texts: list) -> tuple:
+    """``(code points of the texts joined by "▁", where each text starts, where it ends)``.
+
+    "▁" is known to every model this module serves, so no run spans two texts.
+    """
+    codes = np.frombuffer("\u2581".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32)
+    ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)) + 1) - 1
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    return codes, ends - lengths, ends
+
+
+def _runs(codes: np.ndarray, starts: np.ndarray, known_table: np.ndarray) -> tuple:
+    """The maximal runs of ``codes`` outside ``known_table``, and the text (by ``starts``)
+    of each."""
     unknown = ~known_table[codes]
     change = np.diff(unknown.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts, stops = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
-    begins = np.cumsum(np.fromiter(map(len, normalized), np.int64, len(normalized)) + 1)
-    owner = np.searchsorted(begins, starts, side="right")     # texts whose end is at or before the run
-    return CharColumn(codes[unknown], np.cumsum(stops - starts)), owner
+    first, stops = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    owner = np.searchsorted(starts, first, side="right") - 1
+    return CharColumn(codes[unknown], np.cumsum(stops - first)), owner
+
+
+def rule_chars(data: bytes) -> Optional[np.ndarray]:
+    """A table of the code points some normalization rule of the model can involve, or
+    None if the model's normalizer is not one this can read.
+
+    The rules are the keys of the normalizer spec's precompiled character map: a
+    darts-clone double array over the keys' UTF-8 bytes. A character is involved if it
+    is a whole key (a rule maps it) or stands after the first character of a key (so a
+    rule may match across it, like "e" + U+0301). A text without such characters is left
+    as it is by every rule, since a match needs a key's whole first character to be a
+    key of its own or to be followed by one of its later characters; only the
+    whitespace rules (escape, collapse, dummy prefix) change it. Whitespace escaping must
+    be on (spaces become the known "▁"). The whole trie is walked level by level, all
+    nodes of a level at once; its nodes are shared between keys (it is a word graph),
+    so a node is kept once per partial character.
+    """
+    charsmap, escape = b"", True
+    for number, value in _fields(data):
+        if number == 3 and isinstance(value, bytes):          # ModelProto.normalizer_spec
+            for inner, v in _fields(value):
+                if inner == 2 and isinstance(v, bytes):       # precompiled_charsmap
+                    charsmap = v
+                elif inner == 5 and isinstance(v, int):       # escape_whitespaces
+                    escape = bool(v)
+    if not escape:
+        return None
+    table = np.zeros(0x110000, bool)
+    if not charsmap:
+        return table
+    if len(charsmap) < 4:
+        return None
+    size = int.from_bytes(charsmap[:4], "little")
+    if size % 4 or size + 4 > len(charsmap) or not size:
+        return None
+    units = np.frombuffer(charsmap[4:4 + size], "<u4").astype(np.int64)
+    offset = (units >> 10) << ((units & (1 << 9)) >> 6)
+    label = units & ((1 << 31) | 0xFF)
+    leaf = ((units >> 8) & 1).astype(bool)
+    lead = np.r_[1:0x80, 0xC2:0xF5].astype(np.int64)     # no NUL: keys are C strings
+    cont = np.arange(0x80, 0xC0, dtype=np.int64)
+    # The frontier: node, code point so far, bytes left of the character, and whether a
+    # character of the key was completed already.
+    pos = np.zeros(1, np.int64)
+    cp = left = later = np.zeros(1, np.int64)
+    for _ in range(64):                                   # keys are short; a bound all the same
+        if not len(pos):
+            return table
+        nodes, bytes_ = [], []
+        for mask, candidates in ((left == 0, lead), (left > 0, cont)):
+            sel = np.flatnonzero(mask)
+            if not len(sel):
+                continue
+            child = (pos[sel] ^ offset[pos[sel]])[:, None] ^ candidates[None, :]
+            inside = child < len(units)
+            hit = inside & (label[np.where(inside, child, 0)] == candidates[None, :])
+            f, j = np.nonzero(hit)
+            nodes.append(sel[f])
+            bytes_.append(candidates[j])
+        f, b = np.concatenate(nodes), np.concatenate(bytes_)
+        node = (pos[f] ^ offset[pos[f]]) ^ b
+        starting = left[f] == 0
+        size_ = np.where(b < 0x80, 1, np.where(b >= 0xF0, 4, np.where(b >= 0xE0, 3, 2)))
+        bits = np.where(b < 0x80, b, np.where(b >= 0xF0, b & 7, np.where(b >= 0xE0, b & 15, b & 31)))
+        code = np.where(starting, bits, (cp[f] << 6) | (b & 63))
+        rest = np.where(starting, size_ - 1, left[f] - 1)
+        done = rest == 0
+        table[code[done & (later[f] == 1)]] = True            # a later character of a key
+        table[code[done & (later[f] == 0) & leaf[node]]] = True   # a one-character key
+        after = np.where(done, 1, later[f])
+        state = np.unique((((node * 4 + rest) * 2 + after) << 21) | np.where(done, 0, code))
+        pos, left = state >> 24, (state >> 22) & 3
+        later, cp = (state >> 21) & 1, state & ((1 << 21) - 1)
+    return None
 
 
 def _char_class(chars) -> str:

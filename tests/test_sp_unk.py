@@ -251,3 +251,84 @@ def test_a_user_defined_normalizer_always_takes_the_offsets(normalize_calls, tmp
     normalize_calls.clear()
     assert adapter.unk_substrings_at(texts, positions) == _proto_path(adapter, texts, positions)
     assert normalize_calls and all(normalize_calls)
+
+
+def _whitespace_only(text: str) -> str:
+    """What the normalizer makes of a text no rule touches: spaces escaped and collapsed,
+    leading and trailing ones dropped, the dummy prefix added (none to an empty text)."""
+    words = [w for w in text.split(" ") if w]
+    return "\u2581" + "\u2581".join(words) if words else ""
+
+
+def test_rule_chars_are_every_character_a_rule_can_touch(tok, realdata_dir):
+    """``rule_chars`` reads the model's rule map: every character a rule changes is in
+    the table; one outside it is left as it is, alone and next to any other such
+    character; and the characters it adds beyond those (ones that only follow a key's
+    first character, like U+0301 after "e") do combine with a base."""
+    for path in _models(tok, realdata_dir):
+        with open(path, "rb") as f:
+            data = f.read()
+        sp = spm.SentencePieceProcessor(model_proto=data)
+        table = sp_unk.rule_chars(data)
+        assert table is not None and not table[ord(" ")]
+        assert table[0x301] and table[0xFF41] and table[ord("\n")] and not table[ord("e")]
+        clean, later = [], []
+        for c in range(0x21, 0x10000):
+            if 0xD800 <= c <= 0xDFFF:
+                continue
+            kept = sp.normalize(chr(c)) in (chr(c), "\u2581" + chr(c))
+            if not kept:
+                assert table[c], (path, hex(c))                   # a rule maps it
+            (later if table[c] else clean).append(chr(c)) if kept else None
+        assert len(clean) > 50_000 and later
+        rng = random.Random(7)
+        for _ in range(300):      # untouched characters and spaces: only whitespace changes
+            text = "".join(rng.choice(clean) if rng.random() < 0.8 else " " for _ in range(rng.randint(1, 60)))
+            assert sp.normalize(text) == _whitespace_only(text), (path, text)
+        # Nothing outside the table combines with a base before it (the bases a rule
+        # map composes with: Latin, Greek, Cyrillic, kana, Hangul jamo, and more).
+        bases = ("aeiouyAEIOUYnNcCsSkKhHgGwWrRlLzZdDtT" "αεηιουωΑΕΗΙΟΥΩиеИЕ" "かきくけこさはカキクケコサハゝヽ"
+                 "\u1100\u1161\u11a8가" "अकডਕકଡகఅಕകඅ" "<=>")
+        for b in bases:
+            for k in range(0, len(clean), 2000):
+                text = " ".join(b + d for d in clean[k:k + 2000])
+                if sp.normalize(text) != _whitespace_only(text):
+                    bad = [d for d in clean[k:k + 2000] if sp.normalize(b + d) != _whitespace_only(b + d)]
+                    pytest.fail(f"{path}: {b!r} combines with {bad[:5]!r}, which the table does not hold")
+
+
+def test_rule_chars_without_a_rule_map_or_escaped_spaces(tok):
+    """The identity normalizer has no rules: no character is touched. A model that
+    keeps spaces unescaped takes no shortcut (its runs could hold spaces)."""
+    with open(tok("sp_nopad.model"), "rb") as f:
+        data = f.read()
+    assert sp_unk.model_facts(data)[2] == "identity"
+    table = sp_unk.rule_chars(data)
+    assert table is not None and not table.any()
+    spec = b"\x0a\x08nmt_nfkc" + b"\x28\x00"               # name, escape_whitespaces: false
+    assert sp_unk.rule_chars(b"\x1a" + bytes([len(spec)]) + spec) is None
+    assert sp_unk.rule_chars(b"\x1a\x0a\x0a\x08nmt_nfkc") is not None     # escaping by default
+
+
+def test_texts_no_rule_touches_skip_the_normalizer(tok, realdata_dir, monkeypatch):
+    """Texts without a character any rule involves take their runs from themselves,
+    the others from the normalized text; both agree with the protos."""
+    for path in _models(tok, realdata_dir):
+        with open(path, "rb") as f:
+            adapter = SentencePieceTokenizer(path, f.read(), num_threads=1)
+        processor = type(adapter._sp._processor)
+        normalized = []
+        real = processor._Normalize
+        monkeypatch.setattr(processor, "_Normalize", lambda self, text, *a: normalized.append(text) or real(self, text, *a))
+        adapter.prepare()
+        untouched = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}", "a  {b}  ", " {b}", "x {y} z {w}"]
+        touched = ["ｆ{b}", "e\u0301{b}", "a{\u200b}b", "{b}\n", "a\u3000{b}", "{\u2581}"]
+        texts = untouched + touched
+        positions = _unk_positions(adapter, texts)
+        assert all(positions), "each text holds an UNK token"
+        want = _proto_path(adapter, texts, positions)
+        normalized.clear()
+        assert adapter.unk_substrings_at(texts, positions) == want, path
+        assert set(normalized) == set(touched) - {"ｆ{b}", "e\u0301{b}", "a{\u200b}b"} | set(normalized) - set(untouched)
+        assert not set(normalized) & set(untouched), (path, normalized)
+        monkeypatch.undo()
