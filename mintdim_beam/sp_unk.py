@@ -357,6 +357,8 @@ def rule_chars(data: bytes) -> Optional[np.ndarray]:
         code = np.where(starting, bits, (cp[f] << 6) | (b & 63))
         rest = np.where(starting, size_ - 1, left[f] - 1)
         done = rest == 0
+        if (code[done] >= len(table)).any():               # not UTF-8: no shortcut
+            return None
         table[code[done & (later[f] == 1)]] = True            # a later character of a key
         table[code[done & (later[f] == 0) & leaf[node]]] = True   # a one-character key
         after = np.where(done, 1, later[f])
