@@ -33,6 +33,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .shard_format import ragged_gather_index
 from .unk_rows import CharColumn
 
 #: TrainerSpec.model_type values (sentencepiece_model.proto).
@@ -329,8 +330,15 @@ def rule_chars(data: bytes) -> Optional[np.ndarray]:
     offset = (units >> 10) << ((units & (1 << 9)) >> 6)
     label = units & ((1 << 31) | 0xFF)
     leaf = ((units >> 8) & 1).astype(bool)
-    lead = np.r_[1:0x80, 0xC2:0xF5].astype(np.int64)     # no NUL: keys are C strings
-    cont = np.arange(0x80, 0xC0, dtype=np.int64)
+    # A node's children are the units whose label is a byte c and that sit at the node's
+    # base XOR c, so each unit names its parent's base: the children of all nodes of a
+    # level are found by one search. (darts-clone gives every node a base of its own; if
+    # two shared one, each would get the other's children too: a larger table, never a
+    # smaller one.)
+    child = np.flatnonzero((label > 0) & (label < 0x100))   # no NUL: keys are C strings
+    parent_base = child ^ label[child]
+    order = np.argsort(parent_base, kind="stable")
+    child, parent_base = child[order], parent_base[order]
     # The frontier: node, code point so far, bytes left of the character, and whether a
     # character of the key was completed already.
     pos = np.zeros(1, np.int64)
@@ -338,26 +346,21 @@ def rule_chars(data: bytes) -> Optional[np.ndarray]:
     for _ in range(64):                                   # keys are short; a bound all the same
         if not len(pos):
             return table
-        nodes, bytes_ = [], []
-        for mask, candidates in ((left == 0, lead), (left > 0, cont)):
-            sel = np.flatnonzero(mask)
-            if not len(sel):
-                continue
-            child = (pos[sel] ^ offset[pos[sel]])[:, None] ^ candidates[None, :]
-            inside = child < len(units)
-            hit = inside & (label[np.where(inside, child, 0)] == candidates[None, :])
-            f, j = np.nonzero(hit)
-            nodes.append(sel[f])
-            bytes_.append(candidates[j])
-        f, b = np.concatenate(nodes), np.concatenate(bytes_)
-        node = (pos[f] ^ offset[pos[f]]) ^ b
+        base = pos ^ offset[pos]
+        lo = np.searchsorted(parent_base, base, side="left")
+        hi = np.searchsorted(parent_base, base, side="right")
+        f = np.repeat(np.arange(len(pos)), hi - lo)
+        node = child[ragged_gather_index(lo, hi - lo)]
+        b = label[node]
         starting = left[f] == 0
+        if (starting == ((b >= 0x80) & (b < 0xC0))).any() or (b >= 0xF5).any() or ((b >= 0xC0) & (b < 0xC2)).any():
+            return None                                   # not UTF-8: no shortcut
         size_ = np.where(b < 0x80, 1, np.where(b >= 0xF0, 4, np.where(b >= 0xE0, 3, 2)))
         bits = np.where(b < 0x80, b, np.where(b >= 0xF0, b & 7, np.where(b >= 0xE0, b & 15, b & 31)))
         code = np.where(starting, bits, (cp[f] << 6) | (b & 63))
         rest = np.where(starting, size_ - 1, left[f] - 1)
         done = rest == 0
-        if (code[done] >= len(table)).any():               # not UTF-8: no shortcut
+        if (code[done] >= len(table)).any():
             return None
         table[code[done & (later[f] == 1)]] = True            # a later character of a key
         table[code[done & (later[f] == 0) & leaf[node]]] = True   # a one-character key

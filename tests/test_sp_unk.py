@@ -332,3 +332,27 @@ def test_texts_no_rule_touches_skip_the_normalizer(tok, realdata_dir, monkeypatc
         assert set(normalized) == set(touched) - {"ｆ{b}", "e\u0301{b}", "a{\u200b}b"} | set(normalized) - set(untouched)
         assert not set(normalized) & set(untouched), (path, normalized)
         monkeypatch.undo()
+
+
+def test_rule_chars_on_random_rule_maps_gives_a_table_or_none():
+    """A damaged or foreign rule map must not break loading a model: the shortcut is
+    then simply off (None) or the table conservative."""
+    import numpy as np
+
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            if not n:
+                return out + bytes([b])
+            out += bytes([b | 0x80])
+
+    rng = np.random.default_rng(0)
+    for i in range(300):
+        units = rng.integers(0, 2**32, size=int(rng.integers(1, 3000)), dtype=np.uint64).astype("<u4")
+        if i % 2:
+            units &= np.uint32(0x3FF)        # small offsets: many labels match
+        charsmap = len(units.tobytes()).to_bytes(4, "little") + units.tobytes()
+        spec = b"\x12" + varint(len(charsmap)) + charsmap
+        table = sp_unk.rule_chars(b"\x1a" + varint(len(spec)) + spec)
+        assert table is None or table.shape == (0x110000,)
