@@ -213,8 +213,10 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
                 if clean.any():
                     found, owner = _runs(codes, starts, untouched)
                     keep = clean[owner]
-                    parts.append(found.take(np.flatnonzero(keep)))
-                    owners.append(owner[keep])
+                    if not keep.all():
+                        found, owner = found.take(np.flatnonzero(keep)), owner[keep]
+                    parts.append(found)
+                    owners.append(owner)
                     rest = np.flatnonzero(~clean).tolist()
             if aligned:
                 normalized = {i: normalize_plain(texts[i]) for i in rest}
