@@ -240,9 +240,9 @@ def _join_lists(offsets: pa.Array, items: pa.Array, sep: str) -> pa.Array:
 
 
 def duplicate_rows(digests: np.ndarray, sample_ids: np.ndarray, file_json: list, file_of: np.ndarray,
-                   lines: np.ndarray, starts: np.ndarray) -> bytes:
+                   lines: np.ndarray, starts: np.ndarray):
     """``duplicate_index.jsonl`` rows of some groups, as ``dumps_row`` would write them
-    (UTF-8 bytes).
+    (UTF-8 bytes, as :func:`_join_rows` gives them).
 
     Group ``g`` has digest ``digests[g]`` (32 bytes) and the members
     ``starts[g]:starts[g + 1]`` of the member columns (sorted by sample id; ``starts[0]``

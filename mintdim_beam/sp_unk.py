@@ -280,8 +280,8 @@ def _code_points(texts: list) -> tuple:
     "▁" is known to every model this module serves, so no run spans two texts.
     """
     codes = np.frombuffer("\u2581".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32)
-    ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)) + 1) - 1
     lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    ends = np.cumsum(lengths + 1) - 1
     return codes, ends - lengths, ends
 
 
