@@ -231,7 +231,7 @@ class ByteLevelWords:
         return self._nfc and not unicodedata.is_normalized("NFC", text)
 
     def encode_batch(self, texts: Sequence[str]) -> tuple:
-        """(flat ids as int64, ids per text), exactly as the tokenizer encodes them."""
+        """(flat ids as int32, ids per text), exactly as the tokenizer encodes them."""
         cut = self._cut
         direct = self._direct
         chunks_per: list = []
@@ -244,7 +244,7 @@ class ByteLevelWords:
                 chunks_per.append(cut(text))
         ids_of = list(map(self._chunks.__getitem__, chain.from_iterable(chunks_per)))
         per_chunk = np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of)) // _ID_BYTES
-        flat = np.frombuffer(b"".join(ids_of), dtype=_IDS_DTYPE).astype(np.int64)
+        flat = np.frombuffer(b"".join(ids_of), dtype=_IDS_DTYPE)
         chunk_counts = np.fromiter(map(len, chunks_per), dtype=np.int64, count=len(chunks_per))
         token_ends = np.concatenate(([0], np.cumsum(per_chunk)))[np.cumsum(chunk_counts)]
         lengths = np.diff(token_ends, prepend=0)
@@ -261,7 +261,7 @@ class ByteLevelWords:
         at = 0
         for i, enc in zip(direct_at, encodings):
             pieces.append(flat[starts[at]:starts[i]])
-            ids = np.asarray(enc.ids, dtype=np.int64)
+            ids = np.asarray(enc.ids, dtype=flat.dtype)
             pieces.append(ids)
             lengths[i] = len(ids)
             at = i + 1

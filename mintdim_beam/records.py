@@ -31,7 +31,7 @@ from . import errors
 from .config import FileSpec, Policies
 from .shard_format import layout_units, ragged_gather_index
 from .template import FieldTypeError, render_value
-from .tokenizers import Tokenizer
+from .tokenizers import Positions, Tokenizer
 from .text_cache import Rest, TextCache
 from .unk_rows import CharColumn, UnkTable, unk_part
 
@@ -256,8 +256,8 @@ class BlockEncoder:
         for j, toks in self.literal_tokens.items():
             self._literal_at[j] = at
             at += len(toks)
-        self._literal_source = (np.concatenate(list(self.literal_tokens.values()))
-                                if self.literal_tokens else np.zeros(0, np.int64))
+        self._literal_source = (np.concatenate(list(self.literal_tokens.values())).astype(np.int32)
+                                if self.literal_tokens else np.zeros(0, np.int32))
         self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
         position = {name: k for k, name in enumerate(self.field_names)}
         # Field slot -> index into a sample's values (declared field order).
@@ -542,30 +542,25 @@ class BlockEncoder:
                       repeats, store)
 
     def _encode_texts(self, texts: list) -> tuple:
-        """The encode-pool side of a slice: ``(flat, lengths, unk_hits, unk_chars)``.
+        """The encode-pool side of a slice: ``(flat, lengths, unk_owner, unk_local, unk_chars)``.
 
         Tokenizer calls of at most ``build_batch`` samples' worth of texts, in order, so
-        that their concatenation is the encoding of ``texts``; then the source substring
-        of every UNK token (``unk_chars[i]`` for ``flat[unk_hits[i]]``), which needs a
-        second tokenizer pass over the texts that hold one (a ``CharColumn``, no string
-        per token). Both passes release the GIL, so they overlap the parsing of later
-        slices.
+        that their concatenation is the encoding of ``texts``; then, for every UNK token
+        in token order, the text it is in (``unk_owner``), its index in that text's ids
+        (``unk_local``) and its source substring (``unk_chars``), which needs a second
+        tokenizer pass over the texts that hold one (a ``CharColumn``, no string per
+        token). Both passes release the GIL, so they overlap the parsing of later slices.
         """
         flat, lengths = self._texts.encode(texts, self._encode_calls)
-        hits = np.nonzero(flat == self.tok.unk_id)[0]
-        chars = CharColumn()
-        if len(hits):
-            starts = np.cumsum(lengths) - lengths
-            owner = np.searchsorted(starts, hits, side="right") - 1
-            local = hits - starts[owner]
-            bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-            # Each text's positions as a slice of one list (not one array per text).
-            positions = local.tolist()
-            cuts = bounds.tolist()
-            cuts.append(len(positions))
-            chars = self.tok.unk_column_at([texts[o] for o in owner[bounds].tolist()],
-                                           [positions[a:b] for a, b in zip(cuts, cuts[1:])])
-        return flat, lengths, hits, chars
+        hits = np.flatnonzero(flat == self.tok.unk_id)
+        if not len(hits):
+            return flat, lengths, hits, hits, CharColumn()
+        starts = np.cumsum(lengths) - lengths
+        owner = np.searchsorted(starts, hits, side="right") - 1
+        local = hits - starts[owner]
+        bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        chars = self.tok.unk_column_at([texts[o] for o in owner[bounds].tolist()], Positions(local, bounds))
+        return flat, lengths, owner, local, chars
 
     def _encode_calls(self, texts: list) -> tuple:
         """``(flat ids, lengths)`` of ``texts`` in tokenizer calls of at most ``build_batch``
@@ -590,9 +585,10 @@ class BlockEncoder:
         nf = len(self.field_slots)
         flat = np.zeros(0, np.int64)
         flat_starts = np.zeros(0, np.int64)
-        unk_hits, unk_chars = np.zeros(0, np.int64), CharColumn()
+        unk_owner = unk_local = np.zeros(0, np.int64)
+        unk_chars = CharColumn()
         if G and nf:
-            flat, lens, unk_hits, unk_chars = pb.encoded.result()
+            flat, lens, unk_owner, unk_local, unk_chars = pb.encoded.result()
             lens = lens.reshape(nf, G)
             flat_starts = np.cumsum(lens.reshape(-1)) - lens.reshape(-1)
             starts = flat_starts.reshape(nf, G)
@@ -635,7 +631,7 @@ class BlockEncoder:
                 gstatus[over] = OVF_EXTEND
         written_counts = written.sum(axis=1)
 
-        unk = self._find_unk(good, base, written, flat_starts, gstatus, unk_hits, unk_chars)
+        unk = self._find_unk(good, base, written, gstatus, unk_owner, unk_local, unk_chars)
 
         # Every unit of the batch in one pass; batch-sized arrays stay in cache.
         placed = np.nonzero((gstatus == OK) | (gstatus == OVF_TRUNCATE))[0]
@@ -758,21 +754,20 @@ class BlockEncoder:
                 pieces.append(seg_tokens[j][start:start + lengths[r, j]])
         return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
-    def _find_unk(self, good, base, written, flat_starts, gstatus, hits, hit_chars) -> UnkTable:
+    def _find_unk(self, good, base, written, gstatus, owner, local, hit_chars) -> UnkTable:
         """UNK rows for the samples that will be written, over the written payload.
 
-        Vectorized over the batch: UNK hits in the flat field tokens (with their source
-        substrings, from the encode pool) are mapped back to (sample, segment, token
-        index); hits that are not written (truncated, skipped) are dropped.
+        Vectorized over the batch: UNK hits in the flat field tokens (the text each is
+        in, its index there and its source substring, from the encode pool) are mapped
+        back to (sample, segment, token index); hits that are not written (truncated,
+        skipped) are dropped.
         """
         G = len(good)
         if not G:
             return UnkTable()
         unk_id = self.tok.unk_id
         rows, segs, locs, chars = [], [], [], []
-        if len(hits):
-            owner = np.searchsorted(flat_starts, hits, side="right") - 1
-            local = hits - flat_starts[owner]
+        if len(owner):
             r = owner % G
             j = self._field_slot_array[owner // G]
             keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
@@ -800,7 +795,12 @@ class BlockEncoder:
         if not len(rows):
             return UnkTable()
         positions = (np.cumsum(written, axis=1) - written)[rows, segs] + locs
-        order = np.lexsort((positions, rows))
+        # Sample order, then position: within one (sample, segment) the hits already
+        # ascend (each comes from one text's ids, or one literal's), and segments follow
+        # each other in a sample, so a stable sort by (sample, segment) is enough. The
+        # keys are a few ascending runs (one per field slot and literal), which a stable
+        # sort merges in about one pass.
+        order = np.argsort(rows * self.n + segs, kind="stable")
         samples = base + np.asarray(good, np.int64)[rows[order]]
         return UnkTable(samples, positions[order], segs[order], CharColumn.concat(chars).take(order))
 

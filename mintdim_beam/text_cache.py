@@ -101,7 +101,7 @@ class TextCache:
             flat_m, len_m = encode([texts[i] for i in miss])
             lengths[miss] = len_m
         starts = np.cumsum(lengths) - lengths
-        flat = np.empty(int(lengths.sum()), np.int64)
+        flat = np.empty(int(lengths.sum()), np.result_type(ids, flat_m) if miss else ids.dtype)
         flat[ragged_gather_index(starts[hit], hit_len)] = ids[ragged_gather_index(hit_at, hit_len)]
         if miss:
             flat[ragged_gather_index(starts[miss], len_m)] = flat_m

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import abc
 from dataclasses import dataclass
 from itertools import chain
 from typing import Sequence
@@ -69,11 +70,45 @@ def kind_matches_path(kind: str, path: str) -> bool:
     return os.path.splitext(path)[1].lower() == EXTENSIONS[kind]
 
 
+class Positions(abc.Sequence):
+    """Token positions per text, kept as one array: ``self[i]`` is text ``i``'s list.
+
+    What the encoder hands :meth:`Tokenizer.unk_column_at`: millions of UNK tokens in
+    a block of a script the model cannot spell, whose positions are rarely needed one by
+    one (only for texts that take the protos), so they stay numpy until then.
+    ``local``: every position, text after text; ``bounds``: where each text's begin.
+    """
+
+    def __init__(self, local: np.ndarray, bounds: np.ndarray):
+        self.local, self.bounds = local, bounds
+
+    def __len__(self) -> int:
+        return len(self.bounds)
+
+    def __getitem__(self, i: int) -> list:
+        if not 0 <= i < len(self.bounds):
+            raise IndexError(i)
+        end = self.bounds[i + 1] if i + 1 < len(self.bounds) else len(self.local)
+        return self.local[self.bounds[i]:end].tolist()
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.bounds, append=len(self.local))
+
+
+def _counts(positions) -> np.ndarray:
+    """Positions per text, of a :class:`Positions` or any sequence of sequences."""
+    if isinstance(positions, Positions):
+        return positions.counts()
+    return np.fromiter(map(len, positions), np.int64, len(positions))
+
+
 class Tokenizer:
     """Common interface of the two adapters.
 
-    ``encode_batch`` returns token ids as one flat int64 array plus per-text lengths:
-    batches stay in numpy from the tokenizer to the shard bytes.
+    ``encode_batch`` returns token ids as one flat integer array plus per-text lengths
+    (int64): batches stay in numpy from the tokenizer to the shard bytes. The ids are
+    int32 where the library hands them over so (SentencePiece, the word encoder), half
+    the bytes of int64 for every later pass over them.
     """
 
     kind: str
@@ -210,7 +245,7 @@ class SentencePieceTokenizer(Tokenizer):
             buffers = self._buffer_batch(texts, self._num_threads, self._thread_pool(), False, -1, 0.1,
                                          False, False, False)
             lengths = np.fromiter(map(len, map(memoryview, buffers)), dtype=np.int64, count=len(buffers))
-            return np.frombuffer(b"".join(buffers), dtype=np.int32).astype(np.int64), lengths
+            return np.frombuffer(b"".join(buffers), dtype=np.int32), lengths
         if self._numpy_batches:
             arrays = self._sp.encode(texts, return_type="numpy", num_threads=self._num_threads)
             lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
@@ -232,7 +267,7 @@ class SentencePieceTokenizer(Tokenizer):
             return CharColumn.of(self._proto_unk_substrings(texts, positions))
         texts = list(texts)
         found, owner = runs.column(texts)
-        wanted = np.fromiter(map(len, positions), np.int64, len(texts))
+        wanted = _counts(positions)
         redo = np.flatnonzero(np.bincount(owner, minlength=len(texts)) != wanted)
         if not len(redo):
             return found

@@ -57,7 +57,7 @@ def _assert_same(tok, words, texts):
             got = flat[starts[i]:starts[i + 1]].tolist()
             want = want_flat[starts[i]:starts[i + 1]].tolist()
             assert got == want, f"text {text!r}"
-    assert flat.dtype == np.int64 and lengths.dtype == np.int64
+    assert flat.dtype == np.int32 and lengths.dtype == np.int64
 
 
 # Characters where the split's decisions happen: letters of several scripts, digits of

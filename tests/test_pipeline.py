@@ -608,6 +608,28 @@ def test_template_literal_unk_continue(tmp_path, tok):
     assert unk[1]["unk_field_indices"] == [0, 1] and unk[1]["unk_chars"] == ["漢字", "|"]
 
 
+@pytest.mark.parametrize("template", ["{a} | {b} | {c}", "{c} | {a}{b}"])
+def test_unk_rows_follow_positions_across_fields_and_literals(tmp_path, tok, template):
+    """UNK tokens of fields and of literals interleave in each sample's row by position,
+    also when the template's field order is not the declared one and truncation cuts
+    some of them (the encoder finds field UNKs field by field and literal UNKs apart)."""
+    path = tok("sp_unigram.model")
+    rows = [{"a": ["漢", "Bees 字", "x"][i % 3] * (1 + i % 4), "b": ["🙂 tides", "y", "語 z 語"][i % 3],
+             "c": ["", "字字 a", "c 🙂"][i % 3]} for i in range(40)]
+    f = write_jsonl(tmp_path / "in.jsonl", rows)
+    result = build_and_compare(
+        tmp_path, files=[f], fields=[["a", "b", "c"]], templates=[template], tokenizer_kind=SP,
+        tokenizer_files=[path], sizes=[[8, 16]], samples_per_shard=[8], output_dirs="out",
+        on_template_unk="continue", on_overflow="truncate", build_batch=(5,))
+    unk = OutputDir(result.outputs[0].path).jsonl("unk_index.jsonl")
+    assert len(unk) == 40   # the literal "|" is UNK in every sample
+    # Literal UNKs between field UNKs, and before them.
+    want = {"{a} | {b} | {c}": [["漢", "|", "🙂", "|"], ["字", "字", "|", "|"], ["|", "語", "語", "|"]],
+            "{c} | {a}{b}": [["|", "漢", "🙂"], ["字字", "|", "字", "字"], ["🙂", "|", "語", "語"]]}[template]
+    assert [u["unk_chars"] for u in unk[:3]] == want
+    assert any(u["unk_positions"][-1] >= 12 for u in unk)   # rows reach into truncated units
+
+
 @pytest.mark.parametrize("policy", ["abort", "prompt"])
 def test_template_literal_unk_abort_and_prompt_without_tty(tmp_path, tok, monkeypatch, policy):
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a TTY: prompt must abort

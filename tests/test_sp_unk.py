@@ -13,6 +13,7 @@ import io
 import random
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import sentencepiece as spm
 
@@ -145,6 +146,12 @@ def test_a_text_whose_runs_disagree_goes_to_the_protos(tok):
     adapter._unk_runs = SimpleNamespace(column=column)
     assert len(column(texts)[0]) == 3
     assert adapter.unk_substrings_at(texts, positions) == want == ["{", "}", "你好", "世界"]
+    # The encoder's form of the positions: one array, and where each text's begin.
+    counts = [len(p) for p in positions]
+    packed = tokenizers.Positions(np.asarray([k for p in positions for k in p], np.int64),
+                                  np.cumsum([0] + counts[:-1]))
+    assert list(packed) == positions and packed.counts().tolist() == counts == [2, 2, 0]
+    assert adapter.unk_column_at(texts, packed).tolist() == want
 
 
 def _train(sentences, **options) -> bytes:
