@@ -258,6 +258,9 @@ class BlockEncoder:
             at += len(toks)
         self._literal_source = (np.concatenate(list(self.literal_tokens.values())).astype(np.int32)
                                 if self.literal_tokens else np.zeros(0, np.int32))
+        # An empty text is encoded once here: when it has no tokens (every model we
+        # know), empty field values skip the tokenizer and the text cache.
+        self._empty_has_no_tokens = len(tokenizer.encode("")) == 0
         self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
         position = {name: k for k, name in enumerate(self.field_names)}
         # Field slot -> index into a sample's values (declared field order).
@@ -551,7 +554,7 @@ class BlockEncoder:
         tokenizer pass over the texts that hold one (a ``CharColumn``, no string per
         token). Both passes release the GIL, so they overlap the parsing of later slices.
         """
-        flat, lengths = self._texts.encode(texts, self._encode_calls)
+        flat, lengths = self._encode_present(texts)
         hits = np.flatnonzero(flat == self.tok.unk_id)
         if not len(hits):
             return flat, lengths, hits, hits, CharColumn()
@@ -561,6 +564,22 @@ class BlockEncoder:
         bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         chars = self.tok.unk_column_at([texts[o] for o in owner[bounds].tolist()], Positions(local, bounds))
         return flat, lengths, owner, local, chars
+
+    def _encode_present(self, texts: list) -> tuple:
+        """``(flat, lengths)`` of ``texts``, asking the text cache for the non-empty ones.
+
+        Optional fields are often left empty (four in ten Alpaca inputs): an empty text
+        adds no tokens, so its length is 0 and the others' ids are the whole ``flat``.
+        Sent on, each would cost a tokenizer call's per-text work, and would keep the
+        text cache from resting on data whose texts never repeat (``""`` always does).
+        """
+        if not self._empty_has_no_tokens or "" not in texts:
+            return self._texts.encode(texts, self._encode_calls)
+        present = np.fromiter(map(bool, texts), bool, len(texts))
+        flat, some = self._texts.encode([t for t in texts if t], self._encode_calls)
+        lengths = np.zeros(len(texts), np.int64)
+        lengths[present] = some
+        return flat, lengths
 
     def _encode_calls(self, texts: list) -> tuple:
         """``(flat ids, lengths)`` of ``texts`` in tokenizer calls of at most ``build_batch``

@@ -136,6 +136,31 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
     assert sum(len(res.unk.rendered_sample) for _, res in done) >= (20 if slice_samples == 6 else 12)
 
 
+@pytest.mark.parametrize("on_overflow", ["truncate", "extend"])
+def test_empty_values_skip_the_tokenizer_and_change_no_result(tmp_path, monkeypatch, on_overflow):
+    """Empty field values are never sent to the tokenizer (which encodes "" as no
+    tokens); each block's result equals that of an encoder that sends them."""
+    monkeypatch.setattr(records, "SLICE_SAMPLES", 5)
+    rows = [{"q": ["", "漢 q%d" % i, "", "question %d" % i][i % 4],
+             "a": ["", "answer ✓ " * (i % 9), "字"][i % 3]} for i in range(90)]
+    path = write_jsonl(tmp_path / "empty.jsonl", rows)
+    config, encoder = fresh_encoders(tmp_path, path, ["q", "a"], "{q}: {a}", on_overflow)
+    skipping, sending = encoder(), encoder()
+    assert skipping._empty_has_no_tokens
+    sending._empty_has_no_tokens = False
+    asked = []
+    encode = skipping.tok.encode_batch
+    monkeypatch.setattr(skipping.tok, "encode_batch", lambda texts: asked.extend(texts) or encode(texts))
+    refs = plan_blocks(config)
+    assert len(refs) > 2
+    for r in refs:
+        lines = read_block_lines(path, r.start, r.end)[0]
+        got = skipping.encode_block(lines, file_start=r.start == 0)
+        _same(got, sending.encode_block(lines, file_start=r.start == 0))
+        assert got.empty_fields and got.unk.tokens
+    assert asked and "" not in asked
+
+
 def test_a_full_repeat_cache_keeps_nothing_more_and_changes_no_result(tmp_path, monkeypatch):
     """Once the kept results fill the cache, later second occurrences are encoded as
     usual and nothing more is prepared for keeping; every block's result is unchanged."""
