@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from . import digests, errors, warm_workers
-from .imports import collector_paused
+from .imports import collector_paused, freeze_at_exit
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -111,6 +111,7 @@ class UnitBuildJob:
         try:
             with collector_paused():
                 from .launcher import launch  # Beam is imported only when a build runs
+            freeze_at_exit()
         except BaseException:
             if pool is not None:
                 pool.close()

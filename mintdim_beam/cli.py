@@ -32,7 +32,7 @@ import sys
 from typing import Optional, Sequence
 
 from . import consumer_cli, digests, errors, warm_workers
-from .imports import collector_paused
+from .imports import collector_paused, freeze_at_exit
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
@@ -140,6 +140,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     try:
         with collector_paused():
             from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
+        freeze_at_exit()
     except BaseException:
         if pool is not None:
             pool.close()

@@ -4,6 +4,7 @@ keeps its own collector settings."""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 
@@ -56,3 +57,32 @@ def test_run_leaves_the_callers_collector_as_it_was(tmp_path, tok, enabled):
     assert enabled_after == str(enabled) and frozen == "0"
     assert collected == str(enabled)      # a collector the caller disabled never ran
     assert (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("switch", [None, "0"])
+def test_run_freezes_the_heap_only_at_exit(tmp_path, tok, switch):
+    """A build registers one exit hook that freezes the heap for the interpreter's
+    shutdown (hooks registered before it still run after it); the caller's objects stay
+    collectable until then. ``MINTDIM_FREEZE_AT_EXIT=0`` registers nothing."""
+    f = write_jsonl(tmp_path / "d.jsonl", [{"q": "x", "a": "a short answer"}] * 3)
+    code = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
+        "from mintdim_beam import pipeline\n"
+        f"job = lambda out: (pipeline('unit-build').source.jsonl(files=[{f!r}], fields=[['q', 'a']], "
+        f"templates=['{{q}} {{a}}']).tokenizer.sentencepiece(files=[{tok('sp_unigram.model')!r}])"
+        ".units(sizes=[[64]], build_batch=[8]).output.dir(out, samples_per_shard=[4]))\n"
+        f"job({str(tmp_path / 'out')!r}).run(echo=lambda *a: None)\n"
+        "once = atexit._ncallbacks()\n"
+        f"job({str(tmp_path / 'again')!r}).run(echo=lambda *a: None)\n"
+        "from mintdim_beam import imports\n"
+        "print('again', atexit._ncallbacks() - once, imports._freeze_registered, 'frozen', gc.get_freeze_count())\n"
+    )
+    env = dict(os.environ)
+    env.pop("MINTDIM_FREEZE_AT_EXIT", None)
+    if switch is not None:
+        env["MINTDIM_FREEZE_AT_EXIT"] = switch
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    lines = out.stdout.splitlines()
+    assert lines[-2] == f"again 0 {switch is None} frozen 0"   # a second build adds no hook
+    assert lines[-1] == ("at exit True" if switch is None else "at exit False")
