@@ -163,12 +163,15 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
     # Texts no normalization rule can touch skip the normalizer altogether: their runs
     # are the runs of the text itself, with spaces known (``untouched``): a space only
     # becomes a "▁" or goes, and no run holds either.
-    touched = untouched = None
+    classes = None
     if aligned:
         touched = rule_chars(data)
         if touched is not None and not touched[ord(" ")]:
             untouched = known_table.copy()
             untouched[ord(" ")] = True
+            # One lookup per code point answers both questions: bit 0, outside a run
+            # (known, or a space); bit 1, some rule involves it.
+            classes = (~untouched).view(np.uint8) | (touched.view(np.uint8) << 1)
 
     def make_runs(collapsed: bool):
         def unchanged(text: str, normalized: str) -> bool:
@@ -204,14 +207,17 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
             other: list = []
             parts, owners = [], []
             rest = list(range(len(texts)))
-            if untouched is not None and texts:
+            if classes is not None and texts:
                 # One pass over every text's code points: the texts without a character
                 # any rule involves take their runs from themselves.
                 codes, starts, ends = _code_points(texts)
-                hit = np.r_[0, np.cumsum(touched[codes])]
-                clean = hit[ends] == hit[starts]
+                kind = classes[codes]
+                at = np.flatnonzero(kind >= 2)
+                text = np.searchsorted(starts, at, side="right") - 1
+                clean = np.ones(len(texts), bool)
+                clean[text[at < ends[text]]] = False     # not the "▁" that joins two texts
                 if clean.any():
-                    found, owner = _runs(codes, starts, untouched)
+                    found, owner = _runs(codes, starts, (kind & 1).view(bool))
                     keep = clean[owner]
                     if not keep.all():
                         found, owner = found.take(np.flatnonzero(keep)), owner[keep]
@@ -271,7 +277,7 @@ def _unknown_runs(normalized: list, known_table: np.ndarray) -> tuple:
     cut where the table lookup changes. No Python string is made per run.
     """
     codes, starts, _ = _code_points(normalized)
-    return _runs(codes, starts, known_table)
+    return _runs(codes, starts, ~known_table[codes])
 
 
 def _code_points(texts: list) -> tuple:
@@ -285,12 +291,13 @@ def _code_points(texts: list) -> tuple:
     return codes, ends - lengths, ends
 
 
-def _runs(codes: np.ndarray, starts: np.ndarray, known_table: np.ndarray) -> tuple:
-    """The maximal runs of ``codes`` outside ``known_table``, and the text (by ``starts``)
+def _runs(codes: np.ndarray, starts: np.ndarray, unknown: np.ndarray) -> tuple:
+    """The maximal runs of ``codes`` where ``unknown`` holds, and the text (by ``starts``)
     of each."""
-    unknown = ~known_table[codes]
-    change = np.diff(unknown.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    first, stops = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    padded = np.zeros(len(unknown) + 2, bool)
+    padded[1:-1] = unknown
+    edges = np.flatnonzero(padded[1:] != padded[:-1])   # a run's first, then its stop
+    first, stops = edges[0::2], edges[1::2]
     owner = np.searchsorted(starts, first, side="right") - 1
     return CharColumn(codes[unknown], np.cumsum(stops - first)), owner
 
