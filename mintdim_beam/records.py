@@ -21,7 +21,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from bisect import bisect_left
-from itertools import accumulate, chain, starmap
+from itertools import accumulate, chain, compress, starmap
 from typing import Iterable, Optional
 
 import numpy as np
@@ -521,8 +521,12 @@ class BlockEncoder:
         for k, column in enumerate(zip(*values)):
             if "" in column:
                 name = self.field_names[k]
-                for i in [i for i, v in enumerate(column) if v == ""]:
-                    empty.setdefault(i, []).append(name)
+                at = compress(range(len(column)), map(operator.not_, column))   # the empty ones
+                if empty:
+                    for i in at:
+                        empty.setdefault(i, []).append(name)
+                else:
+                    empty = {i: [name] for i in at}
         return values, hashes, empty
 
     def _submit(self, base, local_lines, status, hashes, bad, empty, first_error, good, values) -> "_Batch":
