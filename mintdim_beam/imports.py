@@ -4,10 +4,13 @@ An import allocates tens of thousands of objects that live as long as the proces
 (modules, functions, classes, constants), and each burst of allocations triggers
 collections that walk all of them again: about 0.09 s of Beam's 0.65 s import on our
 machine. The collector is paused for the import and then set back as it was, so the
-caller's process keeps its own settings. On the way out one collection of the young
-generations moves what the import built to the oldest one: left to the automatic
-collector, the first young collection and then the next middle one walked all of it
-(0.05 s and 0.04 s of a build's start-up; the one collection takes 0.05 s).
+caller's process keeps its own settings. On the way out what the import built is moved
+to the oldest generation: left to the automatic collector, the first young collection
+and then the next middle one walked all of it (0.05 s and 0.04 s of a build's
+start-up). The move is ``gc.freeze()`` then ``gc.unfreeze()``, which relinks the
+generations' lists without walking them (2 us; a collection of the young generations
+did the same in 0.05 s), unless the caller has frozen objects of its own, which
+``unfreeze`` would release: then it is that collection.
 
 The same objects cost again at the end: see :func:`freeze_at_exit`.
 """
@@ -22,15 +25,19 @@ import os
 
 @contextlib.contextmanager
 def collector_paused():
-    """Pause automatic garbage collection inside the block (no collection is lost: one
-    runs on the way out, over the young generations)."""
+    """Pause automatic garbage collection inside the block, then move every object to
+    the oldest generation (what the block built lives as long as the process)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            gc.collect(1)
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            else:
+                gc.collect(1)
             gc.enable()
 
 

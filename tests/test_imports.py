@@ -14,24 +14,33 @@ from conftest import write_jsonl
 from mintdim_beam.imports import collector_paused
 
 
+@pytest.mark.parametrize("caller_froze", [False, True])
 @pytest.mark.parametrize("enabled", [True, False])
-def test_collector_paused_sets_back_what_it_found(enabled):
+def test_collector_paused_sets_back_what_it_found(enabled, caller_froze):
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()
+        kept = [[] for _ in range(2)]
+        if caller_froze:
+            gc.freeze()     # the caller's own frozen objects stay frozen
+        frozen = gc.get_freeze_count()
         with collector_paused():
             assert not gc.isenabled()
             built = [[] for _ in range(3)]    # what an import builds, and keeps
         assert gc.isenabled() is enabled
-        # One collection of the young generations on the way out (unless the caller
-        # had turned the collector off): what the block built is in the oldest one.
+        # On the way out (unless the caller had turned the collector off) what the
+        # block built is moved to the oldest generation.
         oldest = {id(o) for o in gc.get_objects(generation=2)}
         assert all((id(o) in oldest) is enabled for o in built)
+        assert gc.get_freeze_count() == frozen and (frozen > 0) is caller_froze
+        if caller_froze:
+            assert not any(id(o) in oldest for o in kept)
         with pytest.raises(KeyError):
             with collector_paused():
                 raise KeyError("x")
         assert gc.isenabled() is enabled
     finally:
+        gc.unfreeze()
         (gc.enable if was else gc.disable)()
 
 
