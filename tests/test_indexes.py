@@ -185,3 +185,14 @@ def test_a_shared_unk_part_is_pickled_once():
     older = records.UnkTable.__new__(records.UnkTable)
     older.__setstate__(old)                         # a table pickled before rendered entries
     assert older.tokens == 0 and older.rendered_text == []
+
+
+@pytest.mark.parametrize("values", [
+    [0, 7, 10, 65535, 4096, 9],                  # the table of small integers
+    [0, 65536, 3],                                # one past it: Arrow's cast
+    [-1, 5],                                      # negative: the cast
+    [2**40, 123456789],
+    [],
+])
+def test_integer_texts_are_what_str_writes(values):
+    assert indexes._ints_text(np.asarray(values, np.int64)).to_pylist() == [str(v) for v in values]
