@@ -74,14 +74,6 @@ PRELOAD = "preload.json"
 #: Set to 0 to start the local runner's workers the usual way (Beam's own command).
 ENV_SWITCH = "MINTDIM_WARM_WORKERS"
 
-#: glibc malloc arenas per warm worker (``MALLOC_ARENA_MAX``, read by glibc at process
-#: start; other C libraries ignore it; a value already in the environment is kept).
-#: glibc's default, 8 per core, lets a worker's peak memory creep up as a build grows
-#: (generated corpus x1 -> x4: tree RSS +16%); with 3 it is +9%, at no cost on real text
-#: and up to 8% more time on the UNK-heavy generated corpus (docs/decisions.md).
-MALLOC_ARENAS = "3"
-
-
 #: The warm workers' first-generation collection threshold (Python's default is 700).
 #: A worker's allocations are mostly short-lived containers without cycles (parsed
 #: lines, field tuples), each slice's freed before the next; at 700 net allocations a
@@ -89,13 +81,6 @@ MALLOC_ARENAS = "3"
 #: alone, generated corpus: 978 young collections, 0.27-0.30 s; real text 0.06 s). At
 #: 10,000 it ran once per corpus.
 GC_THRESHOLD0 = 10_000
-
-
-def worker_environment() -> dict:
-    """The warm workers' environment: the launcher's, with ``MALLOC_ARENA_MAX`` set."""
-    env = dict(os.environ)
-    env.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
-    return env
 
 
 def supported() -> bool:
@@ -122,7 +107,7 @@ class WarmPool:
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _WARM_MAIN, self.directory, str(size), str(alive_r)],
-                stdin=subprocess.DEVNULL, env=worker_environment(), pass_fds=(alive_r,))
+                stdin=subprocess.DEVNULL, pass_fds=(alive_r,))
         except OSError:
             os.close(self._alive_w)
             shutil.rmtree(self.directory, ignore_errors=True)
