@@ -103,15 +103,18 @@ def encode_threads(kind: str, cores: Optional[int] = None) -> int:
 
     SentencePiece releases the GIL but parallelises a batch poorly by itself, so each
     core gets a single-threaded encode call of its own, overlapped with the parsing on
-    the main thread. HF tokenizers already spread one batch over every core, so one
-    pool thread (overlap only) is enough; more only fight over the same cores. Local
-    worker processes get their share of the cores from the launcher (one each by
-    default): two encode threads in each of two processes on two cores were 0.1-0.8 s
-    slower per 100 MB than one (docs/decisions.md).
+    the main thread; on a single core there is nothing to overlap with, and the process
+    encodes on its own thread (no pool). HF tokenizers already spread one batch over
+    every core, so one pool thread (overlap only) is enough; more only fight over the
+    same cores. Local worker processes get their share of the cores from the launcher
+    (one each by default): two encode threads in each of two processes on two cores
+    were 0.1-0.8 s slower per 100 MB than one, and one slower than none
+    (docs/decisions.md).
     """
     if kind != SENTENCEPIECE:
         return 1
-    return max(1, min(4, usable_cores() if cores is None else cores))
+    n = usable_cores() if cores is None else cores
+    return 0 if n <= 1 else min(4, n)
 
 
 def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):

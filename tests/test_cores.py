@@ -83,15 +83,18 @@ def test_the_local_default_starts_one_worker_per_usable_core(monkeypatch):
 
 
 def test_encode_threads_follow_the_cores_a_worker_may_count_on(monkeypatch):
-    """SentencePiece: one encode thread per core of the worker's share (at most 4);
-    Hugging Face tokenizers thread themselves: one pool thread."""
+    """SentencePiece: one encode thread per core of the worker's share (at most 4), none
+    (the process's own thread) on one core; Hugging Face tokenizers thread themselves:
+    one pool thread."""
     from mintdim_beam import transforms
 
     monkeypatch.setattr(transforms, "usable_cores", lambda: 8)
     assert transforms.encode_threads("sentencepiece") == 4
-    assert transforms.encode_threads("sentencepiece", 1) == 1
+    assert transforms.encode_threads("sentencepiece", 1) == 0
     assert transforms.encode_threads("sentencepiece", 3) == 3
     assert transforms.encode_threads("hf_json") == transforms.encode_threads("hf_json", 8) == 1
+    monkeypatch.setattr(transforms, "usable_cores", lambda: 1)
+    assert transforms.encode_threads("sentencepiece") == 0 and transforms.encode_threads("hf_json") == 1
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="affinity masks are Linux's")
