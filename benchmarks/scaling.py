@@ -93,31 +93,16 @@ def _child(args) -> None:
 
 def _measure(cmd: list) -> dict:
     """Run ``cmd``; sample the RSS of its process tree; return its JSON line plus peaks."""
-    import psutil
+    from run import TreeRss
 
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    root = psutil.Process(proc.pid)
-    peak_one = peak_total = 0
-    while proc.poll() is None:
-        try:
-            procs = [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            break
-        total = 0
-        for p in procs:
-            try:
-                rss = p.memory_info().rss
-            except psutil.Error:
-                continue
-            total += rss
-            peak_one = max(peak_one, rss)
-        peak_total = max(peak_total, total)
-        time.sleep(0.05)
+    rss = TreeRss(proc.pid)
     out, err = proc.communicate()
+    rss.stop()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{err[-3000:]}")
     found = json.loads(out.strip().splitlines()[-1])
-    found.update(peak_rss_process_mib=round(peak_one / MiB, 1), peak_rss_total_mib=round(peak_total / MiB, 1))
+    found.update(peak_rss_process_mib=round(rss.single / MiB, 1), peak_rss_total_mib=round(rss.total / MiB, 1))
     return found
 
 
