@@ -169,8 +169,8 @@ def unk_runs(sp, data: bytes, proto_substrings: Callable) -> Optional[Callable[[
         if touched is not None and not touched[ord(" ")]:
             untouched = known_table.copy()
             untouched[ord(" ")] = True
-            # One lookup per code point answers both questions: bit 0, outside a run
-            # (known, or a space); bit 1, some rule involves it.
+            # One lookup per code point answers both questions: bit 0, in a run
+            # (neither a known character nor a space); bit 1, some rule involves it.
             classes = (~untouched).view(np.uint8) | (touched.view(np.uint8) << 1)
 
     def make_runs(collapsed: bool):

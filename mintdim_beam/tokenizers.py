@@ -76,7 +76,8 @@ class Positions(abc.Sequence):
     What the encoder hands :meth:`Tokenizer.unk_column_at`: millions of UNK tokens in
     a block of a script the model cannot spell, whose positions are rarely needed one by
     one (only for texts that take the protos), so they stay numpy until then.
-    ``local``: every position, text after text; ``bounds``: where each text's begin.
+    ``local``: every position, text after text; ``bounds``: where each text's positions
+    begin in ``local``.
     """
 
     def __init__(self, local: np.ndarray, bounds: np.ndarray):

@@ -146,12 +146,18 @@ def test_a_text_whose_runs_disagree_goes_to_the_protos(tok):
     adapter._unk_runs = SimpleNamespace(column=column)
     assert len(column(texts)[0]) == 3
     assert adapter.unk_substrings_at(texts, positions) == want == ["{", "}", "你好", "世界"]
-    # The encoder's form of the positions: one array, and where each text's begin.
+    # The encoder's form of the positions: one array, and where each text's positions begin.
     counts = [len(p) for p in positions]
     packed = tokenizers.Positions(np.asarray([k for p in positions for k in p], np.int64),
                                   np.cumsum([0] + counts[:-1]))
     assert list(packed) == positions and packed.counts().tolist() == counts == [2, 2, 0]
     assert adapter.unk_column_at(texts, packed).tolist() == want
+    with open(tok("sp_bpe.model"), "rb") as f:     # a model whose UNK tokens take the protos
+        bpe = SentencePieceTokenizer("sp_bpe.model", f.read())
+    lists = _unk_positions(bpe, texts)
+    counts = [len(p) for p in lists]
+    packed = tokenizers.Positions(np.asarray([k for p in lists for k in p], np.int64), np.cumsum([0] + counts[:-1]))
+    assert sum(counts) and bpe.unk_column_at(texts, packed).tolist() == bpe.unk_substrings_at(texts, lists)
 
 
 def _train(sentences, **options) -> bytes:
