@@ -135,6 +135,100 @@ def test_long_words_are_encoded_and_not_kept(testdata):
     assert 0 < len(words._pieces) and max(map(len, words._pieces)) <= bpe_words.MAX_KEY_CHARS
 
 
+def _model_ids(tok, word: str) -> list:
+    """The model's ids for one word, whole: what the tokenizer gives a text of that word."""
+    return [t.id for t in tok.model.tokenize(word.encode("utf-8").decode("latin-1").translate(BYTE_TABLE))]
+
+
+def _long_words(testdata, length: int) -> dict:
+    """Words of every kind a text can hold without a split, ``length`` characters each."""
+    rng = random.Random(11)
+    prose = "".join((testdata / "corpus.txt").read_text(encoding="utf-8").split())
+    kinds = {
+        "prose without spaces": prose, "letters": "etaoinshrdlucmfwyp", "one letter": "a", "two letters": "ab",
+        "digits": "0123456789", "Vietnamese": "ăâđêôơưáàảãạấầẩẫậệếềểễ", "CJK": "中文字词语句段篇",
+        "emoji": "😀🇻🇳", "punctuation": "!?.,;:-", "spaces": " ", "line breaks": "\n",
+    }
+    words = {}
+    for name, alphabet in kinds.items():
+        if name == "prose without spaces":
+            words[name] = (prose * (length // len(prose) + 1))[:length]
+        elif len(alphabet) <= 2:
+            words[name] = (alphabet * length)[:length]
+        else:
+            words[name] = "".join(rng.choice(alphabet) for _ in range(length))
+    return words
+
+
+@pytest.mark.parametrize("part_bytes,overlap", [(64, 8), (256, 32), (bpe_words.PART_BYTES, bpe_words.PART_OVERLAP)])
+def test_long_words_in_parts_are_the_models_ids(testdata, part_bytes, overlap):
+    tok, _ = _pair(_config(testdata))
+    parts = bpe_words._Parts(tok, part_bytes, overlap)
+    for name, word in _long_words(testdata, max(3000, 2 * part_bytes + 999)).items():
+        got = parts.ids(word)
+        assert got is not None, name
+        assert np.frombuffer(got, dtype=np.int32).tolist() == _model_ids(tok, word), name
+    assert parts._pairs and all(parts._pairs.values())   # joins were checked
+
+
+def test_a_join_is_made_only_where_the_check_proves_it(testdata):
+    """Without an overlap the only join is the cut itself: the check refuses most, and
+    joining there anyway gives wrong ids."""
+    tok, _ = _pair(_config(testdata))
+    words = _long_words(testdata, 20000)
+    checked = bpe_words._Parts(tok, 100, 0)
+    trusting = bpe_words._Parts(tok, 100, 0)
+    trusting._joins = lambda a, b: True
+    wrong = 0
+    for word in (words["prose without spaces"], words["letters"]):
+        assert checked.ids(word) is None
+        wrong += np.frombuffer(trusting.ids(word), dtype=np.int32).tolist() != _model_ids(tok, word)
+    assert wrong == 2
+    assert not all(checked._pairs.values())
+
+
+def test_a_word_without_a_proven_join_is_encoded_whole(testdata, monkeypatch):
+    tok, words = _pair(_config(testdata))
+    calls = []
+
+    def refuse(self, a, b):
+        calls.append((a, b))
+        return False
+
+    monkeypatch.setattr(bpe_words._Parts, "_joins", refuse)
+    long_words = list(_long_words(testdata, 2 * bpe_words.PART_BYTES + 10).values())
+    _assert_same(tok, words, long_words + ["short words still work"])
+    assert calls
+
+
+def test_parts_need_the_vocabulary_to_allow_them(testdata):
+    tok, words = _pair(_config(testdata))
+    longest = max(map(len, tok.get_vocab(with_added_tokens=False)))
+    word = _long_words(testdata, 4000)["letters"]
+    assert bpe_words._Parts(tok, longest, 2).ids(word) is None   # a part could be a token
+    assert bpe_words._Parts(tok, longest + 1, 2).ids(word) is not None
+    prefixed = json.loads(_config(testdata))
+    prefixed["model"]["continuing_subword_prefix"] = "##"
+    assert ByteLevelWords.for_tokenizer(tok, json.dumps(prefixed))._parts is None
+    assert words._parts is not None
+
+
+def test_threads_share_the_parts(testdata):
+    tok, _ = _pair(_config(testdata))
+    parts = bpe_words._Parts(tok, 128, 16)
+    long_words = list(_long_words(testdata, 3000).values())
+    wanted = [_model_ids(tok, w) for w in long_words]
+    failures = []
+
+    def work(k):
+        for word, want in zip(long_words[k:] + long_words[:k], wanted[k:] + wanted[:k]):
+            if np.frombuffer(parts.ids(word), dtype=np.int32).tolist() != want:
+                failures.append(k)
+
+    run_in_threads(work, 6)   # all at once on first use: the vocabulary is read once
+    assert failures == []
+
+
 def test_threads_share_one_encoder(testdata, monkeypatch):
     tok, words = _pair(_config(testdata))
     monkeypatch.setattr(bpe_words, "MAX_WORDS", 200)
@@ -260,4 +354,8 @@ def test_realdata_olmo_tokenizer(realdata):
     # Nearly every real text takes the word path (the rest hold an added token's spaces).
     assert sum(map(words._direct, texts)) < 0.02 * len(texts)
     texts += ["x" + " " * 30 + "y", "<|endoftext|>", unicodedata.normalize("NFD", "Tiếng Việt")]
+    # Words long enough to be encoded in parts, from the same texts without their spaces.
+    letters = "".join(ch for ch in "".join(texts) if ch.isalpha())
+    texts += [letters[:40_000], letters[40_000:90_000].lower(), "9" * 40_000]
     _assert_same(tok, words, texts)
+    assert words._parts._plain is not None and words._parts._pairs   # GPT-NeoX allows parts
