@@ -20,18 +20,27 @@ def staging_dir(out: str) -> str:
     return storage.join(out, STAGING)
 
 
+def spills_dir(out: str) -> str:
+    """Every block's spill: what the encode stage hands the write stage."""
+    return storage.join(staging_dir(out), "blocks")
+
+
 def block_dir(out: str, file: int, block: int) -> str:
-    return storage.join(staging_dir(out), "blocks", f"f{file:05d}-b{block:06d}")
+    return storage.join(spills_dir(out), f"f{file:05d}-b{block:06d}")
+
+
+def parts_dir(out: str, index_name: str) -> str:
+    """The parts of one index file, concatenated (or merged) into it at publish."""
+    return storage.join(staging_dir(out), "parts", index_name.rsplit(".", 1)[0])
 
 
 def part_path(out: str, index_name: str, file: int, block: int) -> str:
-    stem = index_name.rsplit(".", 1)[0]
-    return storage.join(staging_dir(out), "parts", stem, f"f{file:05d}-b{block:06d}.jsonl")
+    return storage.join(parts_dir(out, index_name), f"f{file:05d}-b{block:06d}.jsonl")
 
 
 def duplicate_part_path(out: str, task: int) -> str:
     """Duplicate groups found by one digest-range task, sorted by first sample id."""
-    return storage.join(staging_dir(out), "parts", "duplicate_index", f"t{task:06d}.jsonl")
+    return storage.join(parts_dir(out, "duplicate_index.jsonl"), f"t{task:06d}.jsonl")
 
 
 def staged_shard(out: str, unit: int, shard: int) -> str:

@@ -36,7 +36,7 @@ from conftest import (
     write_jsonl,
 )
 from mintdim_beam import digests as digests_module
-from mintdim_beam import publish, transforms
+from mintdim_beam import publish, storage, transforms
 from mintdim_beam.cli import main
 
 sys.path.insert(0, str(TESTDATA))
@@ -210,20 +210,37 @@ def test_latest_pointer_only_names_published_builds(tmp_path):
 # =========================================================================== idempotent publish
 
 
-def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("crash_in", ["manifest", "unk_index"])
+def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeypatch, crash_in):
+    """A finalize that crashed (before the manifest, or between two index files, after
+    the first one's parts were removed) and is run again publishes the same bytes."""
     job = _job(tmp_path)
-    real_finalize, real_manifest = publish.finalize, publish.manifest
+    real_finalize, real_manifest, real_write_ranges = publish.finalize, publish.manifest, storage.write_ranges
     seen = {}
 
     def crash(*_args, **_kwargs):
         raise RuntimeError("finalize crashed before manifest.json")
 
+    def crash_on_unk(path, ranges):
+        if path.endswith("unk_index.jsonl"):
+            raise RuntimeError("finalize crashed writing unk_index.jsonl")
+        return real_write_ranges(path, ranges)
+
     def finalize_three_times(config, *args, **kwargs):
-        monkeypatch.setattr(publish, "manifest", crash)
+        if crash_in == "manifest":
+            monkeypatch.setattr(publish, "manifest", crash)
+        else:
+            monkeypatch.setattr(storage, "write_ranges", crash_on_unk)
         with pytest.raises(RuntimeError):
             list(real_finalize(config, *args, **kwargs))
         monkeypatch.setattr(publish, "manifest", real_manifest)
+        monkeypatch.setattr(storage, "write_ranges", real_write_ranges)
         out = Path(config.outputs[0].path)
+        staging = out / ".mintdim-staging"
+        assert not (staging / "blocks").exists()     # no spill outlives the write stage
+        if crash_in == "unk_index":
+            assert (out / "sample_index.jsonl").exists() and not (staging / "parts" / "sample_index").exists()
+            assert (staging / "parts" / "unk_index").is_dir() and not (out / "unk_index.jsonl").exists()
         seen["after_crash"] = sorted(list_output_files(out))
         first = list(real_finalize(config, *args, **kwargs))     # the retried finalize publishes
         snapshot = list_output_files(out)
