@@ -238,12 +238,12 @@ class _Parts:
             if self._ready:
                 return
             vocab = self._tokenizer.get_vocab(with_added_tokens=False)
-            size = max(vocab.values()) + 1
+            size = max(vocab.values(), default=-1) + 1
             strings = [""] * size
             for token, i in vocab.items():
                 strings[i] = token
             lengths = np.fromiter(map(len, strings), dtype=np.int64, count=size)
-            if all(c in vocab for c in UTF8_BYTE_CHARS) and int(lengths.max()) < self._part:
+            if size and all(c in vocab for c in UTF8_BYTE_CHARS) and int(lengths.max()) < self._part:
                 plain = Tokenizer(self._tokenizer.model)   # the same model, not a copy of it
                 plain.pre_tokenizer = ByteLevel(add_prefix_space=False, use_regex=False)
                 self._plain, self._lengths, self._strings = plain, lengths, strings
