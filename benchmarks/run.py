@@ -126,7 +126,13 @@ def _rss(process) -> int:
 
 
 def measure(cmd: list, env: dict | None = None) -> dict:
-    """Run ``cmd``; return wall seconds, peak tree RSS (bytes) and stdout."""
+    """Run ``cmd``; return wall seconds, peak tree RSS (bytes) and stdout.
+
+    Each command starts with nothing left to write back: what an earlier one wrote
+    (datatrove's output, a build's index files) is flushed first, outside the timing.
+    """
+    if hasattr(os, "sync"):
+        os.sync()
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})

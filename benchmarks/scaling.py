@@ -95,6 +95,8 @@ def _measure(cmd: list) -> dict:
     """Run ``cmd``; sample the RSS of its process tree; return its JSON line plus peaks."""
     from run import TreeRss
 
+    if hasattr(os, "sync"):
+        os.sync()   # nothing an earlier run wrote is left to write back (as run.measure)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rss = TreeRss(proc.pid)
     out, err = proc.communicate()
