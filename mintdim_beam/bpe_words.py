@@ -277,8 +277,8 @@ class _Parts:
 
         bounds = [(0 if i == 0 else char_start(i * size - overlap),
                    n if i == count - 1 else char_start((i + 1) * size + overlap)) for i in range(count)]
-        encodings = self._plain.encode_batch_fast([raw[a:b].decode("utf-8") for a, b in bounds],
-                                                 add_special_tokens=False)
+        encode = getattr(self._plain, "encode_batch_fast", self._plain.encode_batch)   # no offsets
+        encodings = encode([raw[a:b].decode("utf-8") for a, b in bounds], add_special_tokens=False)
         ids = [np.asarray(e.ids, dtype=_IDS_DTYPE) for e in encodings]
         ends = [a + np.cumsum(self._lengths[part]) for (a, _), part in zip(bounds, ids)]
         kept, first = [], 0   # first: where the kept tokens of the current part start
