@@ -278,11 +278,24 @@ class _Parts:
         bounds = [(0 if i == 0 else char_start(i * size - overlap),
                    n if i == count - 1 else char_start((i + 1) * size + overlap)) for i in range(count)]
         encode = getattr(self._plain, "encode_batch_fast", self._plain.encode_batch)   # no offsets
-        encodings = encode([raw[a:b].decode("utf-8") for a, b in bounds], add_special_tokens=False)
-        ids = [np.asarray(e.ids, dtype=_IDS_DTYPE) for e in encodings]
-        ends = [a + np.cumsum(self._lengths[part]) for (a, _), part in zip(bounds, ids)]
+        ids, ends = [], []    # per part: its ids, and the byte offset where each token ends
+
+        def encode_parts(start: int, stop: int) -> None:
+            texts = [raw[a:b].decode("utf-8") for a, b in bounds[start:stop]]
+            for (a, _), encoding in zip(bounds[start:stop], encode(texts, add_special_tokens=False) if texts else ()):
+                part = np.asarray(encoding.ids, dtype=_IDS_DTYPE)
+                ids.append(part)
+                ends.append(a + np.cumsum(self._lengths[part]))
+
+        # The first two parts go alone: where their join fails, the word is encoded whole
+        # having paid for two parts, not all of them. A long run of one character fails
+        # so when the vocabulary has tokens of many of it (GPT-NeoX: 512 spaces), each
+        # part then tokenizing in its own phase.
+        encode_parts(0, 2)
         kept, first = [], 0   # first: where the kept tokens of the current part start
         for i in range(count - 1):
+            if i == 1:
+                encode_parts(2, count)
             lo, hi = bounds[i + 1][0], bounds[i][1]          # the overlap of parts i and i + 1
             left_ends = ends[i]
             right_starts = np.concatenate(([lo], ends[i + 1][:-1]))

@@ -201,6 +201,30 @@ def test_a_word_without_a_proven_join_is_encoded_whole(testdata, monkeypatch):
     assert calls
 
 
+def test_a_failed_first_join_stops_after_two_parts(testdata):
+    tok, _ = _pair(_config(testdata))
+    word = _long_words(testdata, 3000)["letters"]
+
+    class Spy:
+        def __init__(self, plain):
+            self.plain, self.calls = plain, []
+
+        def encode_batch_fast(self, texts, **kwargs):
+            self.calls.append(len(texts))
+            return self.plain.encode_batch_fast(texts, **kwargs)
+
+        encode_batch = encode_batch_fast
+
+    for joins, calls in ((None, [2, 3000 // 100 - 2]), (lambda a, b: False, [2])):
+        parts = bpe_words._Parts(tok, 100, 8)
+        parts._prepare()
+        parts._plain = spy = Spy(parts._plain)
+        if joins is not None:
+            parts._joins = joins
+        assert (parts.ids(word) is None) == (joins is not None)
+        assert spy.calls == calls
+
+
 def test_parts_need_the_vocabulary_to_allow_them(testdata):
     tok, words = _pair(_config(testdata))
     longest = max(map(len, tok.get_vocab(with_added_tokens=False)))
