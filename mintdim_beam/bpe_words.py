@@ -179,8 +179,9 @@ class _Parts:
 
     The model merges a word on one thread, and more slowly per byte the longer the word:
     1 MB of letters without a space took 0.27-0.30 s of CPU whole and 0.20 s in 16 KB
-    parts on one thread. The parts go to one ``encode_batch_fast`` call, which also
-    spreads them over the tokenizer's threads.
+    parts on one thread. The parts go to ``encode_batch_fast`` in two calls (the first
+    two parts, then the rest; see ``ids``), which also spread them over the tokenizer's
+    threads.
 
     HF's BPE merges a word by repeatedly taking, from a heap, the adjacent pair of
     symbols with the lowest merge rank (leftmost first). Two facts make parts exact:
