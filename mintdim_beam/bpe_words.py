@@ -283,15 +283,15 @@ class _Parts:
 
         def encode_parts(start: int, stop: int) -> None:
             texts = [raw[a:b].decode("utf-8") for a, b in bounds[start:stop]]
-            for (a, _), encoding in zip(bounds[start:stop], encode(texts, add_special_tokens=False) if texts else ()):
+            for (a, _), encoding in zip(bounds[start:stop], encode(texts, add_special_tokens=False)):
                 part = np.asarray(encoding.ids, dtype=_IDS_DTYPE)
                 ids.append(part)
                 ends.append(a + np.cumsum(self._lengths[part]))
 
         # The first two parts go alone: where their join fails, the word is encoded whole
-        # having paid for two parts, not all of them. A long run of one character fails
-        # so when the vocabulary has tokens of many of it (GPT-NeoX: 512 spaces), each
-        # part then tokenizing in its own phase.
+        # having paid for two parts, not all of them. Joins fail on a long run of one
+        # character whose vocabulary has a token of many of it (GPT-NeoX: 512 spaces):
+        # each part then tokenizes the run in its own phase.
         encode_parts(0, 2)
         kept, first = [], 0   # first: where the kept tokens of the current part start
         for i in range(count - 1):
