@@ -33,20 +33,15 @@ from typing import Optional, Sequence
 
 from . import consumer_cli, digests, errors, warm_workers
 from .imports import collector_paused, freeze_at_exit
-from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
+from .config import (DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_build_id, check_job_sections,
+                     resolve, run_settings)
 from .tokenizers import HF_JSON, SENTENCEPIECE
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
 
-_SECTIONS = {
-    "source": {"files", "fields", "templates"},
-    "tokenizer": {"type", "files", SENTENCEPIECE, HF_JSON},
-    "units": {"sizes", "build_batch"},
-    "output": {"dir", "samples_per_shard"},
-    "run": {"on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged"},
-}
+_SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
 
 
 def _invalid(problem: str) -> errors.PipelineValidationError:
@@ -71,16 +66,7 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
             data = yaml.safe_load(text)
     except Exception as exc:
         raise _invalid(f"job file {path} could not be parsed: {exc}") from None
-    if not isinstance(data, dict):
-        raise _invalid(f"job file {path} must hold a mapping of sections")
-    for section, value in data.items():
-        if section not in _SECTIONS:
-            raise _invalid(f"unknown section {section!r} in {path}")
-        if not isinstance(value, dict):
-            raise _invalid(f"section {section!r} must be a mapping")
-        unknown = set(value) - _SECTIONS[section]
-        if unknown:
-            raise _invalid(f"unknown keys in section {section!r}: {', '.join(sorted(unknown))}")
+    check_job_sections(data, path)
     source, tok = data.get("source", {}), data.get("tokenizer", {})
     units, output = data.get("units", {}), data.get("output", {})
     kind, tok_files = tok.get("type"), tok.get("files")
@@ -123,14 +109,18 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     for name in ("versioned", "skip_unchanged"):
         if getattr(args, name, False):
             run[name] = True
+    run = run_settings(run)
+    build_id = getattr(args, "build_id", None)
+    if build_id is not None:
+        check_build_id(build_id)
+        if not run["versioned"]:
+            raise _invalid("--build-id needs versioned output roots (--versioned or run.versioned: true)")
     policies = Policies(
         on_overflow=run.get("on_overflow", "abort"),
         on_template_unk=run.get("on_template_unk", "prompt"),
         on_bad_record=run.get("on_bad_record", "abort"),
     )
-    config = resolve(spec, policies, int(run.get("block_size", DEFAULT_BLOCK_SIZE)))
-    if run.get("skip_unchanged") and not run.get("versioned"):
-        raise _invalid("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)")
+    config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE))
     early = pool = None
     if not run.get("versioned"):
         # Both overlap the Beam import: hashing the inputs, and starting the worker
@@ -197,7 +187,15 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--on-overflow", dest="on_overflow", choices=["abort", "truncate", "skip", "extend"])
     parser.add_argument("--on-template-unk", dest="on_template_unk", choices=["abort", "continue", "prompt"])
     parser.add_argument("--on-bad-record", dest="on_bad_record", choices=["abort", "skip"])
-    parser.add_argument("--block-size", dest="block_size", type=int, help="input block size in bytes")
+    parser.add_argument("--block-size", dest="block_size", type=_int_or_text, help="input block size in bytes")
+
+
+def _int_or_text(value: str):
+    """An int when it reads as one; otherwise the text, which the run checks report bilingually."""
+    try:
+        return int(value)
+    except ValueError:
+        return value
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -9,8 +9,10 @@ that touch storage (files exist, tokenizers load, output directories are empty) 
 
 from __future__ import annotations
 
+import difflib
 import os
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -24,6 +26,34 @@ BAD_RECORD_POLICIES = ("abort", "skip")
 
 #: Default byte size of the input blocks that workers read independently.
 DEFAULT_BLOCK_SIZE = 4 * 1024 * 1024
+MIN_BLOCK_SIZE = 1024
+#: A worker holds one block's bytes (and their lines) in memory.
+MAX_BLOCK_SIZE = 1 << 30
+
+#: Largest declared unit size (tokens). Every record of a unit is padded to its size and
+#: laid out in memory before it is spilled: at 2^24 one record is 64 MiB of uint32 slots,
+#: which a worker still holds beside its slice; 2^31 would be 8 GiB per record.
+MAX_UNIT_SIZE = 1 << 24
+#: A tokenizer call never takes more than one slice (``records.SLICE_SAMPLES``) anyway;
+#: the bound only refuses values that can only be typing mistakes.
+MAX_BUILD_BATCH = 1 << 20
+#: Record numbers within a shard are int32 wherever arrays hold them.
+MAX_SAMPLES_PER_SHARD = (1 << 31) - 1
+
+#: Keys of each job-file section (the fluent API's arguments plus the ``run`` options).
+JOB_SECTIONS = {
+    "source": ("files", "fields", "templates"),
+    "tokenizer": ("type", "files", SENTENCEPIECE, HF_JSON),
+    "units": ("sizes", "build_batch"),
+    "output": ("dir", "samples_per_shard"),
+    "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged"),
+}
+RUN_FLAGS = ("versioned", "skip_unchanged")
+
+#: A build id is one plain path component: it names ``ROOT/<build-id>/``.
+BUILD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: ``layout.LATEST``, the versioned root's pointer file (layout imports Beam; this module may not).
+LATEST = "LATEST"
 
 
 @dataclass
@@ -191,7 +221,11 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     output_dirs = [job.output_dirs] if isinstance(job.output_dirs, str) else job.output_dirs
     _check_list("output.dir", output_dirs, lambda x: isinstance(x, str) and x, "non-empty path strings")
     if not isinstance(job.samples_per_shard, (list, tuple)):
-        raise errors.SamplesPerShardError.not_positive(index=0, value=job.samples_per_shard)
+        got = type(job.samples_per_shard).__name__
+        raise errors.SamplesPerShardError(
+            f"samples_per_shard must be a list of positive ints, got {got} {job.samples_per_shard!r}",
+            f"samples_per_shard phải là một list các số nguyên dương, hiện tại là {got} "
+            f"{job.samples_per_shard!r}")
 
     n = len(job.files)
     fields = _broadcast(list(job.fields), n, errors.FieldMappingError(files=n, got=len(job.fields)))
@@ -205,6 +239,11 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     for i, value in enumerate(job.samples_per_shard):
         if not _is_int(value) or value <= 0:
             raise errors.SamplesPerShardError.not_positive(index=i, value=value)
+        if value > MAX_SAMPLES_PER_SHARD:
+            raise errors.SamplesPerShardError(
+                f"samples_per_shard[{i}] is {value}, above the maximum {MAX_SAMPLES_PER_SHARD:,}",
+                f"samples_per_shard[{i}] là {value}, vượt quá giá trị tối đa "
+                f"{MAX_SAMPLES_PER_SHARD:,}".replace(",", "."))
     sps = _broadcast(list(job.samples_per_shard), n, None)
 
     for unit_sizes in job.sizes:
@@ -212,9 +251,18 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
             raise errors.UnitValidationError(problem=f"sizes must be positive integers, got {list(unit_sizes)}")
         if any(a >= b for a, b in zip(unit_sizes, unit_sizes[1:])):
             raise errors.UnitValidationError(problem=f"sizes must be sorted ascending, got {list(unit_sizes)}")
+        if unit_sizes[-1] > MAX_UNIT_SIZE:
+            raise errors.UnitValidationError(
+                problem=f"unit size {unit_sizes[-1]} is above the maximum {MAX_UNIT_SIZE:,} tokens",
+                problem_vi=f"unit size {unit_sizes[-1]} vượt quá giá trị tối đa "
+                           f"{MAX_UNIT_SIZE:,} token".replace(",", "."))
     for value in job.build_batch:
         if not _is_int(value) or value <= 0:
             raise errors.UnitValidationError(problem=f"build_batch must be a positive integer, got {value!r}")
+        if value > MAX_BUILD_BATCH:
+            raise errors.UnitValidationError(
+                problem=f"build_batch {value} is above the maximum {MAX_BUILD_BATCH:,}",
+                problem_vi=f"build_batch {value} vượt quá giá trị tối đa {MAX_BUILD_BATCH:,}".replace(",", "."))
     for path in job.tokenizer_files:
         if not kind_matches_path(job.tokenizer_kind, path):
             raise errors.TokenizerValidationError.unsupported_format(path)
@@ -268,12 +316,22 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
                 samples_per_shard=first.samples_per_shard,
             )
         )
-    if not _is_int(block_size) or block_size < 1024:
-        raise errors.PipelineValidationError.invalid(
-            problem=f"block_size must be an integer >= 1024 bytes, got {block_size!r}",
-            rules=["block_size is the byte size of the input blocks read by one worker"],
-        )
+    check_block_size(block_size)
     return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size)
+
+
+def check_block_size(block_size) -> int:
+    """``block_size``: an int (never a bool, a float or a string) of 1 KiB .. 1 GiB."""
+    if not _is_int(block_size) or not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"block_size must be an integer from {MIN_BLOCK_SIZE} to {MAX_BLOCK_SIZE} bytes, "
+                    f"got {block_size!r}",
+            rules=["block_size is the byte size of the input blocks read by one worker"],
+            problem_vi=f"block_size phải là số nguyên từ {MIN_BLOCK_SIZE} đến {MAX_BLOCK_SIZE} byte, "
+                       f"hiện tại là {block_size!r}",
+            rules_vi=["block_size là số byte của mỗi khối đầu vào một worker đọc"],
+        )
+    return block_size
 
 
 def _parse_checked(path: str, fields: list[str], template: str) -> tuple[Segment, ...]:
@@ -306,3 +364,94 @@ def describe_sources(config: BuildConfig, output: OutputSpec) -> dict:
         "fields": [list(f.fields) for f in files],
         "templates": [f.template for f in files],
     }
+
+
+# --------------------------------------------------------------------------- job files and run options
+
+
+def _job_rules() -> list:
+    return ["job file sections: " + ", ".join(f"{k} ({', '.join(v)})" for k, v in JOB_SECTIONS.items())]
+
+
+def _job_error(problem: str, problem_vi: str) -> errors.PipelineValidationError:
+    rules = _job_rules()
+    return errors.PipelineValidationError.invalid(
+        problem=problem, rules=rules, problem_vi=problem_vi,
+        rules_vi=[r.replace("job file sections", "các section của job file") for r in rules])
+
+
+def _did_you_mean(name, known) -> tuple[str, str]:
+    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    if not close:
+        return "", ""
+    return f" (did you mean {close[0]!r}?)", f" (có phải ý bạn là {close[0]!r}?)"
+
+
+def check_job_sections(data, path: str) -> None:
+    """A parsed job file: a mapping of known sections, each a mapping of known keys.
+
+    An unknown name is reported with the closest known one, so a typo such as
+    ``smaples_per_shard`` does not read as a missing setting.
+    """
+    if not isinstance(data, dict):
+        raise _job_error(f"job file {path} must hold a mapping of sections",
+                         f"job file {path} phải chứa một mapping các section")
+    for section, value in data.items():
+        if section not in JOB_SECTIONS:
+            en, vi = _did_you_mean(section, JOB_SECTIONS)
+            raise _job_error(f"unknown section {section!r} in {path}{en}",
+                             f"section không xác định {section!r} trong {path}{vi}")
+        if not isinstance(value, dict):
+            raise _job_error(f"section {section!r} of {path} must be a mapping, got {type(value).__name__}",
+                             f"section {section!r} của {path} phải là một mapping, hiện tại là "
+                             f"{type(value).__name__}")
+        for key in value:
+            if key not in JOB_SECTIONS[section]:
+                en, vi = _did_you_mean(key, JOB_SECTIONS[section])
+                raise _job_error(f"unknown key {key!r} in section {section!r} of {path}{en}",
+                                 f"key không xác định {key!r} trong section {section!r} của {path}{vi}")
+
+
+def run_settings(run: dict) -> dict:
+    """The ``run`` options (job file merged with flags), each checked for its type.
+
+    YAML reads ``"false"`` as a string, which Python would take as true, and ``1e6``
+    as a string: every value must already have the type it is used as.
+    """
+    checked = dict(run)
+    for name in RUN_FLAGS:
+        value = checked.get(name, False)
+        if not isinstance(value, bool):
+            raise _job_error(
+                f"run.{name} must be true or false (a YAML boolean, without quotes), got {value!r}",
+                f"run.{name} phải là true hoặc false (boolean YAML, không có dấu nháy), hiện tại là {value!r}")
+        checked[name] = value
+    for name, allowed in (("on_overflow", OVERFLOW_POLICIES), ("on_template_unk", TEMPLATE_UNK_POLICIES),
+                          ("on_bad_record", BAD_RECORD_POLICIES)):
+        value = checked.get(name)
+        if value is not None and value not in allowed:
+            raise errors.PipelineValidationError.invalid(
+                problem=f"run.{name} must be one of {', '.join(allowed)}, got {value!r}",
+                rules=[f"{name}: {' | '.join(allowed)}"],
+                problem_vi=f"run.{name} phải là một trong {', '.join(allowed)}, hiện tại là {value!r}",
+            )
+    if "block_size" in checked:
+        checked["block_size"] = check_block_size(checked["block_size"])
+    if checked["skip_unchanged"] and not checked["versioned"]:
+        raise _job_error("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)",
+                         "skip_unchanged cần output root có phiên bản (--versioned hoặc run.versioned: true)")
+    return checked
+
+
+def check_build_id(build_id) -> str:
+    """A build id names ``ROOT/<build-id>/``: one plain path component, never ``LATEST``."""
+    if not isinstance(build_id, str) or not BUILD_ID_PATTERN.fullmatch(build_id) or build_id == LATEST:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"build id {build_id!r} is not a plain name",
+            rules=["a build id is 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or "
+                   f"digit, and not {LATEST}: it names ROOT/<build-id>/"],
+            problem_vi=f"build id {build_id!r} không phải là một tên đơn giản",
+            rules_vi=["build id gồm 1 đến 128 chữ cái, chữ số, '.', '_' hoặc '-', bắt đầu bằng chữ cái "
+                      f"hoặc chữ số, và khác {LATEST}: nó là tên của ROOT/<build-id>/"],
+        )
+    return build_id

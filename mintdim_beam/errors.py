@@ -658,9 +658,12 @@ class UnitValidationError(MintDimError):
     and by what value.
     """
 
-    def __init__(self, problem: str | None = None) -> None:
+    def __init__(self, problem: str | None = None, problem_vi: str | None = None) -> None:
         facts = _facts(problem=problem)
-        paragraphs = [] if facts["problem"] is None else [M.labeled(M.PROBLEM, facts["problem"])]
+        if problem_vi is not None:
+            facts["problem_vi"] = _plain(problem_vi)
+        paragraphs = [] if facts["problem"] is None else [
+            M.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi"))]
         paragraphs += [M.RULES, M.bullet_pairs(M.UNIT_RULES)]
         english, vietnamese = self._render(M.UNIT_INVALID, paragraphs)
         super().__init__(english, vietnamese, facts)

@@ -32,7 +32,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
 
 from . import __version__, blocks, errors, layout, preflight, publish, storage
-from .config import BuildConfig
+from .config import BuildConfig, check_build_id
 from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
@@ -484,6 +484,8 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     the new id. With ``skip_unchanged`` the launcher hashes the inputs first and skips
     the build when every root's latest build has the same fingerprint.
     """
+    if build_id is not None:
+        check_build_id(build_id)
     opts = make_options(options)
     storage.configure(opts, force=True)
     roots = tuple(out.path for out in config.outputs)
