@@ -34,7 +34,7 @@ def read_block_lines(path: str, start: int, end: int, decode: bool = True) -> tu
 
     Lines are ``str`` when the block is valid UTF-8, ``bytes`` otherwise so that the
     encoder can name the bad line. ``decode=False``: always ``bytes``, for the
-    encoder, whose JSON parser reads UTF-8 itself (``records.BlockEncoder``).
+    encoder, whose JSON parser reads UTF-8 itself (``sample_lines.LineParser``).
     """
     if end <= start and start > 0:
         return [], 0

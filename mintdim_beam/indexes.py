@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from .block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
 from .plan import BlockPlan, OutputPlan
-from .records import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
 from .unk_rows import json_string
 
 INDEX_FILES = (

@@ -3,7 +3,7 @@
 Segments are encoded independently (``sequence_template`` renders each field on its
 own), so a field value's ids are a pure function of its text and the tokenizer: the
 same instruction, system prompt or answer in ten thousand otherwise different samples
-needs the tokenizer only for its first occurrences. The sample cache of ``records``
+needs the tokenizer only for its first occurrences. The sample cache of ``repeat_cache``
 catches samples that repeat whole; this one catches values that repeat inside samples
 that do not. Like it, a value's first occurrence is only remembered (by its string
 hash), its second is encoded and kept, later ones are copied from the kept ids; both
@@ -30,7 +30,7 @@ class Rest:
     """When a cache rests: on data that hardly repeats, its bookkeeping costs more than
     it saves, so after a window of ``window`` items of which fewer than ``min_share``
     had been seen before, it rests for ``windows`` windows, then looks again. Shared by
-    this cache and the sample cache of ``records``."""
+    this cache and the sample cache of ``repeat_cache``."""
 
     def __init__(self, window: int = 1 << 16, min_share: float = 0.02, windows: int = 4):
         self.window, self.min_share, self.windows = window, min_share, windows

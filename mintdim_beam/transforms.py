@@ -56,10 +56,11 @@ from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.utils.shared import Shared
 
 from . import blocks, indexes, layout, storage
+from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
 from .config import BuildConfig
 from .cores import usable_cores
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
-from .records import BAD, OK, OVF_TRUNCATE, BlockEncoder, BlockResult
+from .records import BlockEncoder
 from .shard_format import record_slots
 from .tokenizers import SENTENCEPIECE, load_tokenizer_preloaded
 

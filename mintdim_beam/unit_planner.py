@@ -294,7 +294,8 @@ def _count_tokens_fn():
     from . import storage
     from .blocks import read_block_lines
     from .config import Policies
-    from .records import BAD, BlockEncoder
+    from .block_result import BAD
+    from .records import BlockEncoder
     from .tokenizers import load_tokenizer
 
     class _CountTokensFn(beam.DoFn):

@@ -9,7 +9,9 @@ import random
 import numpy as np
 import pytest
 
-from mintdim_beam import indexes, records
+from mintdim_beam import indexes
+from mintdim_beam.block_result import BlockResult
+from mintdim_beam.unk_rows import UnkTable
 from mintdim_beam.plan import BlockPlan
 from mintdim_beam.unk_rows import CharColumn, unk_part
 
@@ -27,9 +29,9 @@ def _block(rng, n_samples: int, chars_pool: list, max_position: int):
             position.append(p)
             segment.append(rng.randrange(3))
             chars.append(rng.choice(chars_pool))
-    unk = records.UnkTable(np.asarray(sample, np.int64), np.asarray(position, np.int64),
+    unk = UnkTable(np.asarray(sample, np.int64), np.asarray(position, np.int64),
                            np.asarray(segment, np.int64), chars)
-    meta = records.BlockResult(
+    meta = BlockResult(
         n_lines=n_samples, local_line=np.arange(n_samples, dtype=np.int64),
         status=np.zeros(n_samples, np.int8), token_count=np.full(n_samples, 5, np.int64),
         orig_count=np.full(n_samples, 5, np.int64), unit=np.full(n_samples, 8, np.int64),
@@ -72,7 +74,7 @@ def test_unk_table_keeps_its_strings_as_code_points(pool):
     operations, a pickle, and the (separator, joined) form tables were pickled in."""
     rng = random.Random(5)
     chars = [rng.choice(pool) for _ in range(5000)]
-    table = records.UnkTable(np.arange(5000), np.arange(5000), np.zeros(5000, np.int64), chars)
+    table = UnkTable(np.arange(5000), np.arange(5000), np.zeros(5000, np.int64), chars)
     assert isinstance(table.chars, CharColumn) and table.chars.tolist() == chars
     assert table.chars.codes.dtype == np.uint32 and len(table.chars.codes) == len("".join(chars))
     back = pickle.loads(pickle.dumps(table, protocol=5))
@@ -90,11 +92,11 @@ def test_unk_table_keeps_its_strings_as_code_points(pool):
     else:
         assert found is None                             # every separator occurs
     for old in (chars, ("\x01", "\x01".join(chars))):  # as tables were once pickled
-        older = records.UnkTable.__new__(records.UnkTable)
+        older = UnkTable.__new__(UnkTable)
         older.__setstate__({**table.__dict__, "chars": old})
         assert older.chars.tolist() == chars
-    assert pickle.loads(pickle.dumps(records.UnkTable())).chars.tolist() == []
-    assert records.UnkTable(chars=["\uffff"]).chars.joined() == ("\ufffe", "\uffff")
+    assert pickle.loads(pickle.dumps(UnkTable())).chars.tolist() == []
+    assert UnkTable(chars=["\uffff"]).chars.joined() == ("\ufffe", "\uffff")
 
 
 def test_an_unk_table_pickles_its_integers_narrow_and_loads_them_as_int64():
@@ -109,7 +111,7 @@ def test_an_unk_table_pickles_its_integers_narrow_and_loads_them_as_int64():
         (np.full(n, 127), np.full(n, -128), np.full(n, 128)),                      # int8 edges, int16
     ]
     for sample, position, segment in cases:
-        table = records.UnkTable(sample, position, segment, ["é"] * n, np.arange(3), np.array([1, 2, 3]),
+        table = UnkTable(sample, position, segment, ["é"] * n, np.arange(3), np.array([1, 2, 3]),
                                  ["a", "b", "c"])
         wide = len(pickle.dumps({**table.__dict__, "chars": (table.chars.codes, table.chars.ends)}, protocol=5))
         data = pickle.dumps(table, protocol=5)
@@ -119,7 +121,7 @@ def test_an_unk_table_pickles_its_integers_narrow_and_loads_them_as_int64():
         assert back.chars == table.chars and back.chars.ends.dtype == np.int64
         assert back.rendered_text == ["a", "b", "c"] and back.row_parts() == table.row_parts()
         assert len(data) < wide
-    small = pickle.dumps(records.UnkTable(np.arange(n), np.arange(n), np.zeros(n, np.int64), ["é"] * n), protocol=5)
+    small = pickle.dumps(UnkTable(np.arange(n), np.arange(n), np.zeros(n, np.int64), ["é"] * n), protocol=5)
     assert len(small) < 0.45 * n * (3 * 8 + 4 + 8)      # int64 columns, code points, int64 ends
 
 
@@ -138,7 +140,7 @@ def test_an_unpickled_block_writes_the_same_rows(pool):
     assert all(np.array_equal(getattr(back.unk, c), getattr(meta.unk, c)) for c in ("sample", "position", "segment"))
 
 
-def _rendered(unk: records.UnkTable, which: set) -> records.UnkTable:
+def _rendered(unk: UnkTable, which: set) -> UnkTable:
     """``unk`` with the samples in ``which`` moved to rendered entries (as the encoder's
     repeat cache hands them over), each UNK part one shared string."""
     keep = ~np.isin(unk.sample, sorted(which))
@@ -148,7 +150,7 @@ def _rendered(unk: records.UnkTable, which: set) -> records.UnkTable:
         at = np.flatnonzero(unk.sample == s)
         counts.append(len(at))
         texts.append(unk_part(unk.position[at], unk.segment[at], unk.chars.take(at).tolist()))
-    return records.UnkTable(unk.sample[keep], unk.position[keep], unk.segment[keep],
+    return UnkTable(unk.sample[keep], unk.position[keep], unk.segment[keep],
                             unk.chars.take(np.flatnonzero(keep)),
                             np.asarray(moved, np.int64), np.asarray(counts, np.int64), texts)
 
@@ -163,7 +165,7 @@ def test_rendered_unk_parts_write_the_rows_columns_write(share):
     want = _want(meta, plan, source)
     with_unk = sorted(set(meta.unk.sample.tolist()))
     moved = {s for s in with_unk if rng.random() < share}
-    meta_r = records.BlockResult(**{**meta.__dict__, "unk": _rendered(meta.unk, moved)})
+    meta_r = BlockResult(**{**meta.__dict__, "unk": _rendered(meta.unk, moved)})
     assert len(meta_r.unk.rendered_sample) == len(moved) and meta_r.unk.tokens == meta.unk.tokens
     got = indexes.block_index_rows(meta_r, plan, source, 8, 16)
     assert bytes(got["unk_index.jsonl"]).decode() == want
@@ -175,14 +177,14 @@ def test_rendered_unk_parts_write_the_rows_columns_write(share):
 
 def test_a_shared_unk_part_is_pickled_once():
     part = unk_part(np.arange(400), np.zeros(400, np.int64), ["ệ"] * 400)
-    table = records.UnkTable(rendered_sample=np.arange(1000), rendered_count=np.full(1000, 400),
+    table = UnkTable(rendered_sample=np.arange(1000), rendered_count=np.full(1000, 400),
                              rendered_text=[part] * 1000)
     data = pickle.dumps(table, protocol=5)
     assert len(part) * 1000 > 100 * len(data)
     back = pickle.loads(data)
     assert back.rendered_text == [part] * 1000 and back.tokens == 400_000
     old = {k: v for k, v in table.__dict__.items() if not k.startswith("rendered")}
-    older = records.UnkTable.__new__(records.UnkTable)
+    older = UnkTable.__new__(UnkTable)
     older.__setstate__(old)                         # a table pickled before rendered entries
     assert older.tokens == 0 and older.rendered_text == []
 

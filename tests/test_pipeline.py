@@ -771,7 +771,7 @@ def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypa
     by line) and each slice in tokenizer calls of at most ``build_batch`` samples' texts.
     Tiny slices and calls, mixing clean and irregular lines in every way, give the
     reference's bytes."""
-    from mintdim_beam import records
+    from mintdim_beam import sample_lines
 
     rows = []
     for n in range(400):
@@ -797,8 +797,8 @@ def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypa
     stats = OutputDir(base.outputs[0].path).stats
     assert stats["bad_records"] >= 8 and stats["duplicate_groups"] >= 2
     for samples, chars, batch in ((7, 1 << 19, 3), (1024, 300, 2), (5, 120, 1)):
-        monkeypatch.setattr(records, "SLICE_SAMPLES", samples)
-        monkeypatch.setattr(records, "SLICE_CHARS", chars)
+        monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", samples)
+        monkeypatch.setattr(sample_lines, "SLICE_CHARS", chars)
         out = f"slices_{samples}_{chars}_{batch}"
         run_pipeline(output_dirs=str(tmp_path / out), build_batch=[batch], **common)
         assert_same_outputs(tmp_path / "default_slices", tmp_path / out)
@@ -807,9 +807,9 @@ def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypa
 def test_repeated_samples_match_the_reference(tmp_path, tok, monkeypatch):
     """Exact repeats reuse earlier results (BlockEncoder's repeat cache): the bytes stay
     the reference's, UNK rows, truncation and empty fields included."""
-    from mintdim_beam import records
+    from mintdim_beam import sample_lines
 
-    monkeypatch.setattr(records, "SLICE_SAMPLES", 5)
+    monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 5)
     base = [{"q": "ab", "a": "c"}, {"q": "a", "a": "bc"}, {"q": "漢字 question", "a": "answer ✓ 漢"},
             {"q": "long", "a": " ".join(EN)}, {"q": "", "a": VI[1]}, {"q": "plain", "a": EN[2]}]
     rows = [dict(r) for _ in range(12) for r in base]

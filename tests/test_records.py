@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA, write_jsonl
-from mintdim_beam import pipeline, records
+from mintdim_beam import pipeline, records, sample_lines
+from mintdim_beam.block_result import BAD, OK, BlockResult
+from mintdim_beam.repeat_cache import RepeatCache
 from mintdim_beam.blocks import plan_blocks, read_block_lines
 from mintdim_beam.tokenizers import load_tokenizer
 
@@ -56,8 +58,8 @@ def fresh_encoders(tmp_path, path: str, fields: list, template: str, on_overflow
     return config, encoder
 
 
-def _same(a: records.BlockResult, b: records.BlockResult) -> None:
-    for f in dataclasses.fields(records.BlockResult):
+def _same(a: BlockResult, b: BlockResult) -> None:
+    for f in dataclasses.fields(BlockResult):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if isinstance(x, np.ndarray):
             assert np.array_equal(x, y), f.name
@@ -74,7 +76,7 @@ def _same(a: records.BlockResult, b: records.BlockResult) -> None:
 @pytest.mark.parametrize("on_bad_record", ["skip", "abort"])
 @pytest.mark.parametrize("threads", [0, 2])
 def test_feed_and_drain_give_each_block_its_own_result(tmp_path, monkeypatch, on_bad_record, threads):
-    monkeypatch.setattr(records, "SLICE_SAMPLES", 4)
+    monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 4)
     config, encoder = _encoder(tmp_path, on_bad_record, threads)
     refs = plan_blocks(config)
     assert len(refs) > 8
@@ -102,7 +104,7 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
     """Samples seen a third time reuse the result of the second (no tokenizer call);
     every block's result equals the one a fresh encoder (no history) gives. With 18
     samples a slice keeps several samples with UNK tokens at once."""
-    monkeypatch.setattr(records, "SLICE_SAMPLES", slice_samples)
+    monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", slice_samples)
     base = [
         {"q": "ab", "a": "c"}, {"q": "a", "a": "bc"},            # same rendered text, other split
         {"q": "漢字 question", "a": "answer ✓ 漢"},               # UNK tokens
@@ -140,7 +142,7 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
 def test_empty_values_skip_the_tokenizer_and_change_no_result(tmp_path, monkeypatch, on_overflow):
     """Empty field values are never sent to the tokenizer (which encodes "" as no
     tokens); each block's result equals that of an encoder that sends them."""
-    monkeypatch.setattr(records, "SLICE_SAMPLES", 5)
+    monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 5)
     rows = [{"q": ["", "漢 q%d" % i, "", "question %d" % i][i % 4],
              "a": ["", "answer ✓ " * (i % 9), "字"][i % 3]} for i in range(90)]
     path = write_jsonl(tmp_path / "empty.jsonl", rows)
@@ -164,7 +166,7 @@ def test_empty_values_skip_the_tokenizer_and_change_no_result(tmp_path, monkeypa
 def test_a_full_repeat_cache_keeps_nothing_more_and_changes_no_result(tmp_path, monkeypatch):
     """Once the kept results fill the cache, later second occurrences are encoded as
     usual and nothing more is prepared for keeping; every block's result is unchanged."""
-    monkeypatch.setattr(records, "SLICE_SAMPLES", 6)
+    monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 6)
     rows = [{"q": f"漢字 {i % 40}", "a": f"answer {i % 40} ✓"} for i in range(240)]
     path = write_jsonl(tmp_path / "many.jsonl", rows)
     config, encoder = fresh_encoders(tmp_path, path, ["q", "a"], "{q}{a}", "extend")
@@ -184,7 +186,7 @@ def test_a_full_repeat_cache_keeps_nothing_more_and_changes_no_result(tmp_path, 
 
 
 def test_repeat_cache_rests_on_data_that_does_not_repeat(monkeypatch):
-    cache = records._RepeatCache()
+    cache = RepeatCache()
     cache.rest.window = 100
     digest = lambda i: i.to_bytes(32, "big")                      # noqa: E731
     values = [("x",)] * 50
@@ -256,17 +258,17 @@ def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatc
     lines, _ = read_block_lines(path, 0, 1 << 20, decode=False)
     assert all(type(line) is bytes for line in lines)
     calls = []
-    loads = records._LOADS
-    monkeypatch.setattr(records, "_LOADS", lambda line: calls.append(line) or loads(line))
+    loads = sample_lines._LOADS
+    monkeypatch.setattr(sample_lines, "_LOADS", lambda line: calls.append(line) or loads(line))
     for size in (1, 2, 5):     # each edge alone in its slice, and mixed with plain lines
-        monkeypatch.setattr(records, "SLICE_SAMPLES", size)
+        monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", size)
         encoder = records.BlockEncoder(spec, tok, config.policies, encode_threads=2)
         calls.clear()
         fast = encoder.encode_block(lines)
         if size == 1 and on_bad_record == "skip":
             assert calls == lines                     # the fast path saw every line
         with monkeypatch.context() as m:
-            m.setattr(records.BlockEncoder, "_clean_chunk", lambda self, chunk: None)
+            m.setattr(sample_lines.LineParser, "_clean_chunk", lambda self, chunk: None)
             slow = encoder.encode_block(lines)
             text = encoder.encode_block(list(map(_decoded_if_valid, lines)))   # lines as str where valid
         _same(fast, slow)
@@ -274,7 +276,7 @@ def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatc
     if on_bad_record == "skip":
         # Samples the standard decoder takes are samples; the rest are bad records.
         status = dict(zip(fast.local_line.tolist(), fast.status.tolist()))
-        assert status[1] == records.BAD                # the lone surrogate: "invalid UTF-8"
-        ok = [int(x) for x in fast.local_line[fast.status == records.OK]]
+        assert status[1] == BAD                # the lone surrogate: "invalid UTF-8"
+        ok = [int(x) for x in fast.local_line[fast.status == OK]]
         for line in (3, 5, 7, 11, 13, 19, 25, 31):
             assert line in ok

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA, run_in_threads, write_jsonl
-from mintdim_beam import records
+from mintdim_beam import sample_lines
 from mintdim_beam.blocks import plan_blocks, read_block_lines
 from mintdim_beam.text_cache import TextCache
 from mintdim_beam.tokenizers import load_tokenizer
@@ -121,7 +121,7 @@ def test_block_results_with_recurring_values_equal_a_fresh_encoders(tmp_path, mo
     """Samples that differ but share field values (an instruction, an answer with UNK
     tokens, one that overflows): every block equals the block a fresh encoder gives,
     while the tokenizer sees far fewer texts."""
-    monkeypatch.setattr(records, "SLICE_SAMPLES", 5)
+    monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 5)
     questions = ["Summarize the text below.", "漢字 question ✓", "plain"]
     answers = ["answer ✓ 漢", "word " * 40, "", "short"]
     # No sample repeats whole (n), so the sample cache leaves them all to this one.

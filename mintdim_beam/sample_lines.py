@@ -1,0 +1,300 @@
+"""From JSONL lines to rendered samples: parse, check, render and hash (pure).
+
+The first half of encoding a block, split from the tokenizer side (``records``) because
+it is where every user mistake in a line is found and named: invalid UTF-8, JSON that is
+not one object, a missing field, a field of the wrong type. Each becomes the spec's
+error for that line; the rest become a sample's field values and the sha256 digest of
+its rendered text (for the duplicate index and the encoder's repeat cache).
+
+Lines come in slices (:data:`SLICE_SAMPLES`, :data:`SLICE_CHARS`). Most slices are all
+clean lines and take a C-level fast path (:meth:`LineParser._clean_chunk`); a slice with
+anything unusual goes line by line, where every problem gets its exact error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+from bisect import bisect_left
+from dataclasses import dataclass
+from itertools import accumulate, chain, compress, starmap
+from typing import Optional
+
+import numpy as np
+import orjson
+
+from . import errors
+from .block_result import BAD
+from .config import FileSpec, Policies
+from .template import FieldTypeError, render_value
+
+_BOM = "\ufeff"
+# A slice of a block: the unit of pipelining between parsing and encoding (see
+# BlockEncoder.feed). Measured on 2 cores: ~1k samples per slice is the best trade-off
+# between overlap (smaller) and per-slice numpy overhead (larger).
+SLICE_SAMPLES = 1024
+SLICE_CHARS = 1 << 19
+_NO_HASH = bytes(32)  # digest slot of a bad record
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+# One decoder for every line: ``json.loads`` with keyword arguments builds a new one per
+# call. Its scanner parses one JSON value at an offset, which is the fast path below.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN = _DECODER.scan_once
+_JSON_SPACE = " \t\n\r"
+# The fast path's parser (:meth:`LineParser._clean_chunk`): orjson reads UTF-8 bytes
+# itself and accepts a subset of what the standard decoder accepts, with the same values
+# for the strings a template renders. Anything it refuses takes the standard decoder.
+_LOADS = orjson.loads
+_CONTAINERS = frozenset((dict, list))
+# Nesting the fast path leaves to the standard decoder, which refuses what exceeds the
+# interpreter's recursion limit (less the caller's stack), where orjson allows 1024 levels.
+FAST_MAX_DEPTH = 128
+
+
+@dataclass
+class _Parsed:
+    """One non-blank line after parsing and rendering (or its error)."""
+
+    values: Optional[tuple] = None  # rendered text per declared field
+    empty: tuple = ()
+    error: Optional[errors.MintDimError] = None
+
+
+@dataclass
+class ParsedSlice:
+    """One slice of a block's lines, parsed: every sample's status and digest, the
+    errors of the bad ones, and the field values of the good ones."""
+
+    base: int                 # local sample number of the slice's first sample
+    local_lines: list         # local line of each sample
+    status: np.ndarray        # OK, or BAD for a bad record
+    hashes: list              # sha256 digest of each sample's rendered text (bad: zeros)
+    bad: dict                 # sample -> (error class, reason)
+    empty: dict               # sample -> [names of its empty fields]
+    first_error: Optional[tuple]   # (sample, local line, error) under on_bad_record="abort"
+    good: list                # slice positions of the good samples
+    values: list              # their field values, a tuple each (declared field order)
+
+    @property
+    def size(self) -> int:
+        return len(self.local_lines)
+
+
+class LineParser:
+    """Parses, checks, renders and hashes lines with one file's fields and template."""
+
+    def __init__(self, spec: FileSpec, policies: Policies):
+        self.spec = spec
+        self.policies = policies
+        segments = spec.segments
+        self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
+        position = {name: k for k, name in enumerate(self.field_names)}
+        # The rendered sample (what is hashed) in one C call: literals inline, fields by index.
+        self._render = "".join(
+            "{%d}" % position[s.text] if s.is_field else s.text.replace("{", "{{").replace("}", "}}")
+            for s in segments
+        ).format
+        self._get_fields = operator.itemgetter(*self.field_names)
+        self._one_field = len(self.field_names) == 1
+
+    def parse_slice(self, lines: list, pos: int, base: int, file_start: bool):
+        """Parse, check and hash one slice of ``lines[pos:]``: ``(ParsedSlice, next_pos)``,
+        or ``(None, next_pos)`` when only blank lines were left.
+
+        A slice is at most ``SLICE_SAMPLES`` samples and about ``SLICE_CHARS`` characters
+        (bytes, for lines not decoded): small enough that parsing the next slice overlaps
+        encoding this one, large enough that per-slice numpy work stays small.
+
+        Most slices take the fast path (:meth:`_clean_chunk`); a slice with anything
+        unusual (blank lines, whitespace around the value, a BOM, non-string fields,
+        errors) goes line by line, each line through :meth:`_parse` unless it is clean.
+        """
+        limit = SLICE_SAMPLES
+        if not (file_start and pos == 0):
+            chunk = lines[pos:pos + limit]
+            total = list(accumulate(map(len, chunk)))
+            if total and total[-1] > SLICE_CHARS:
+                chunk = chunk[:max(1, bisect_left(total, SLICE_CHARS))]
+            clean = self._clean_chunk(chunk)
+            if clean is not None:
+                values, hashes, empty = clean
+                S = len(chunk)
+                empty = {base + i: names for i, names in empty.items()}
+                return ParsedSlice(base, list(range(pos, pos + S)), np.zeros(S, np.int8), hashes,
+                                   {}, empty, None, list(range(S)), values), pos + S
+        scan, get, render, one = _SCAN, self._get_fields, self._render, self._one_field
+        sha256 = hashlib.sha256
+        local_lines: list = []
+        values: list = []       # values of the good samples
+        good: list = []
+        hashes: list = []
+        bad: dict = {}
+        empty: dict = {}
+        first_error = None
+        abort = self.policies.on_bad_record == "abort"
+        n = len(lines)
+        chars = 0
+        while pos < n and len(local_lines) < limit and chars < SLICE_CHARS:
+            local_line = pos
+            line = lines[pos]
+            pos += 1
+            if type(line) is bytes:
+                try:
+                    line = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass   # _parse names the line
+            chars += len(line)
+            vals = None
+            if type(line) is str and line[:1] == "{" and not (file_start and local_line == 0):
+                try:
+                    obj, end = scan(line, 0)
+                    if end == len(line) or not line[end:].strip(_JSON_SPACE):
+                        vals = (get(obj),) if one else get(obj)
+                        for v in vals:
+                            if type(v) is not str:
+                                vals = None
+                                break
+                except (StopIteration, KeyError, ValueError, TypeError, RecursionError):
+                    vals = None
+                if vals is not None:
+                    empty_names = ()
+                    if "" in vals:
+                        empty_names = tuple(name for name, v in zip(self.field_names, vals) if v == "")
+                    parsed_error = None
+            if vals is None:
+                parsed = self._parse(local_line, line, file_start and local_line == 0)
+                if parsed is None:
+                    continue  # a blank line: no sample
+                vals, empty_names, parsed_error = parsed.values, parsed.empty, parsed.error
+            i = len(local_lines)
+            local_lines.append(local_line)
+            if parsed_error is None:
+                try:
+                    digest = sha256(render(*vals).encode("utf-8")).digest()
+                except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
+                    parsed_error = errors.SourceParseError(file=self.spec.path, line=local_line,
+                                                           reason="invalid UTF-8")
+            if parsed_error is not None:
+                hashes.append(_NO_HASH)
+                bad[base + i] = (type(parsed_error).__name__, parsed_error.reason)
+                if abort:
+                    first_error = (base + i, local_line, parsed_error)
+                    break
+                continue
+            hashes.append(digest)
+            values.append(vals)
+            good.append(i)
+            if empty_names:
+                empty[base + i] = list(empty_names)
+        S = len(local_lines)
+        if S == 0:
+            return None, pos
+        status = np.zeros(S, np.int8)
+        if bad:
+            status[np.asarray(list(bad), np.int64) - base] = BAD
+        return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values), pos
+
+    def _clean_chunk(self, chunk: list):
+        """``(values, digests, empty)`` for a chunk of lines that are all clean samples, else None.
+
+        A clean line is one JSON object (JSON whitespace around it allowed) with every
+        declared field a string: the common case, done with one C-level pass per step
+        (parse, pick fields, render, encode, hash) instead of a Python loop over lines.
+        Lines are UTF-8 ``bytes`` (or ``str``), parsed by orjson: about 0.25 s instead
+        of 0.45 s per 100 MB of real text for the standard decoder and the decode before
+        it (docs/decisions.md, "orjson for clean lines"). Any other chunk is redone
+        line by line, where every problem gets its exact error.
+        """
+        try:
+            objs = list(map(_LOADS, chunk))
+            # dict.values refuses a line that is not an object; deep nesting is left to
+            # the standard decoder, whose limit is lower than orjson's.
+            if not _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))):
+                if not all(map(_shallow, objs)):
+                    return None
+            if self._one_field:
+                singles = list(map(self._get_fields, objs))
+                values = [(v,) for v in singles]
+                kinds = set(map(type, singles))
+            else:
+                values = list(map(self._get_fields, objs))
+                kinds = set(map(type, chain.from_iterable(values)))
+            if kinds != {str}:
+                return None
+            data = list(map(str.encode, starmap(self._render, values)))
+        except Exception:  # noqa: BLE001 - any failure means: take the line-by-line path
+            return None
+        sha256 = hashlib.sha256
+        hashes = [sha256(d).digest() for d in data]
+        empty: dict = {}
+        for k, column in enumerate(zip(*values)):
+            if "" in column:
+                name = self.field_names[k]
+                at = compress(range(len(column)), map(operator.not_, column))   # the empty ones
+                if empty:
+                    for i in at:
+                        empty.setdefault(i, []).append(name)
+                else:
+                    empty = {i: [name] for i in at}
+        return values, hashes, empty
+
+    def _parse(self, local_line: int, line, file_start: bool) -> Optional[_Parsed]:
+        """The general path: any line, with the spec's error for each way it can be bad."""
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError:
+                if file_start and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                if not line.strip():
+                    return None
+                return self._error(local_line, errors.SourceParseError, "invalid UTF-8")
+        if file_start and line.startswith(_BOM):
+            line = line[1:]
+        if not line.strip():
+            return None
+        try:
+            obj = _DECODER.decode(line)
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+            return self._error(local_line, errors.SourceParseError, "invalid JSON syntax")
+        if not isinstance(obj, dict):
+            return self._error(local_line, errors.SourceParseError, "JSON value is not an object")
+        missing = [f for f in self.field_names if f not in obj]
+        if missing:
+            err = errors.SampleSchemaError(
+                file=self.spec.path, line=local_line, declared=self.field_names,
+                missing=missing, available=list(obj.keys()),
+            )
+            return _Parsed(error=err)
+        try:
+            values = tuple(render_value(name, obj[name]) for name in self.field_names)
+        except FieldTypeError as exc:
+            err = errors.SampleSchemaError.wrong_type(
+                file=self.spec.path, line=local_line, declared=self.field_names,
+                field=exc.field, type_name=exc.type_name,
+            )
+            return _Parsed(error=err)
+        empty = tuple(name for name, v in zip(self.field_names, values) if v == "")
+        return _Parsed(values=values, empty=empty)
+
+    def _error(self, local_line, cls, reason) -> _Parsed:
+        return _Parsed(error=cls(file=self.spec.path, line=local_line, reason=reason))
+
+
+def _shallow(obj) -> bool:
+    """Whether a parsed line nests at most ``FAST_MAX_DEPTH`` containers deep."""
+    level, depth = [obj], 1
+    while level:
+        if depth > FAST_MAX_DEPTH:
+            return False
+        inner = []
+        for c in level:
+            inner.extend(v for v in (c.values() if type(c) is dict else c) if type(v) in _CONTAINERS)
+        level, depth = inner, depth + 1
+    return True
