@@ -4,6 +4,7 @@
     mintdim-beam inspect DIR (--sample-id N | --shard unit_S/shard_NNNNNN.bin --record K)
     mintdim-beam plan (JOB.yaml | DIR | sample_index.jsonl) [-k K] [--multiple Q] [Beam flags]
     mintdim-beam report DIR -o report.html
+    mintdim-beam export DIR --format megatron PREFIX | --format parquet OUT.parquet
 
 The build CLI (``cli.py``) owns the parser; :func:`add_subcommands` adds these four to
 it and :func:`run` executes one, returning the exit code: 0 when all is well, 1 when
@@ -18,7 +19,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
-COMMANDS = ("verify", "inspect", "plan", "report")
+COMMANDS = ("verify", "inspect", "plan", "report", "export")
 EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
 
@@ -74,6 +75,8 @@ def add_subcommands(subparsers) -> None:
                    help="unit count for the suggested sizes (default: as many as the current sizes)")
     p.set_defaults(consumer_command="report")
 
+    _add_export(subparsers)
+
 
 def run(args, beam_args: Sequence[str] = ()) -> int:
     """Execute the command ``args`` holds; ``beam_args`` are Beam flags (``plan`` only)."""
@@ -94,6 +97,8 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
             return _plan(args, list(beam_args))
         if command == "report":
             return _report(args)
+        if command == "export":
+            return _export(args)
     except (ReaderError, ReportError, errors.MintDimError) as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
@@ -363,6 +368,40 @@ def _report(args) -> int:
 
     path = write_report(args.dir, args.output, k=args.k)
     print(f"[report] wrote {path}")
+    return 0
+
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _add_export(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export", help="write the dataset as Megatron-LM .bin/.idx or as Parquet",
+        description="Read every written sample (checking each record) and write it, without padding, "
+                    "in ascending sample_id: --format megatron writes OUT.bin and OUT.idx (Megatron-LM's "
+                    "indexed dataset, one document per sample); --format parquet writes one file with a "
+                    "row per sample. Nothing appears under the output names unless the export completes.")
+    p.add_argument("dir", metavar="DIR", help="output directory of a build (local or gs://, s3://)")
+    p.add_argument("out", metavar="OUT", help="path prefix for megatron (OUT.bin, OUT.idx); file for parquet")
+    p.add_argument("--format", required=True, choices=["megatron", "parquet"],
+                   help="megatron or parquet (required)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing output files (default: refuse)")
+    p.add_argument("--row-group-rows", type=int, default=65_536, metavar="N",
+                   help="parquet: most samples per row group (default 65536)")
+    p.add_argument("--row-group-tokens", type=int, default=1 << 22, metavar="N",
+                   help="parquet: a row group closes once it holds N tokens (default 4194304)")
+    p.set_defaults(consumer_command="export")
+
+
+def _export(args) -> int:
+    from .export import export
+
+    options = {}
+    if args.format == "parquet":
+        options = {"row_group_rows": args.row_group_rows, "row_group_tokens": args.row_group_tokens}
+    summary = export(args.dir, args.format, args.out, overwrite=args.overwrite, **options)
+    print(summary.describe())
     return 0
 
 

@@ -224,6 +224,38 @@ def test_output_checks_read_remote_outputs(remote, tmp_path):
     assert segments == [tok.encode(t) for t in ("Người dùng: ", "漢字", "\nTrợ lý: ", "🙂 ok")]
 
 
+
+def test_exports_read_remote_datasets_and_write_remote_files(remote, tmp_path):
+    """``export`` reads an s3:// dataset through FileSystems and may write there too."""
+    import pyarrow.parquet as pq
+
+    from mintdim_beam import reader
+    from mintdim_beam.cli import main
+    from test_export import read_megatron
+
+    job = _job(tmp_path)
+    tag = f"export-{uuid.uuid4().hex[:6]}"
+    rjob = _to_remote(remote, job, tag)
+    out = f"{remote.root}/{tag}/out"
+    run_pipeline(output_dirs=[out + "/instructions", out + "/chat"], block_size=4096,
+                 options=remote.options, **rjob)
+    prefix = tmp_path / "mg" / "chat"
+    assert main(["export", f"{out}/chat", "--format", "megatron", str(prefix), *remote.options]) == 0
+    remote_parquet = f"{remote.root}/{tag}/export/chat.parquet"
+    assert main(["export", f"{out}/chat", "--format", "parquet", remote_parquet, *remote.options]) == 0
+
+    remote.configure()
+    opened = reader.open_output(f"{out}/chat")
+    want = [sample.payload.tolist() for sample in opened]
+    assert len(want) == 61
+    assert read_megatron(prefix)["sequences"] == want
+    exported = remote.download_tree(f"{remote.root}/{tag}/export")
+    assert sorted(exported) == ["chat.parquet"]       # no temporary object left
+    (tmp_path / "chat.parquet").write_bytes(exported["chat.parquet"])
+    table = pq.read_table(tmp_path / "chat.parquet")
+    assert table.column("input_ids").to_pylist() == want
+    assert table.column("sample_id").to_pylist() == opened.sample_ids.tolist()
+
 def test_versioned_root_on_remote_storage(remote, tmp_path):
     from mintdim_beam import launcher, publish
 
