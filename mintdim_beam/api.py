@@ -89,21 +89,23 @@ class UnitBuildJob:
         return copy.copy(self._spec)
 
     def config(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-               block_size=DEFAULT_BLOCK_SIZE):
+               block_size=DEFAULT_BLOCK_SIZE, accelerators=True):
         """Validate the declaration and return the resolved ``BuildConfig``."""
         policies = Policies(on_overflow=on_overflow, on_template_unk=on_template_unk,
                             on_bad_record=on_bad_record)
-        return resolve(self._spec, policies, block_size)
+        return resolve(self._spec, policies, block_size, accelerators)
 
     def run(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print):
+            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print, accelerators=True):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
-        ``options`` is a list of Beam flags or a ``PipelineOptions``. Raises the spec's
+        ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``
+        encodes with the tokenizer libraries' public APIs alone (``mintdim_beam.accel``;
+        same output, more CPU). Raises the spec's
         error class when validation fails or a policy aborts the build. Returns a
         ``BuildResult``.
         """
-        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size)
+        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators)
         # Both overlap the Beam import below: hashing the inputs, and (when the default
         # local runner will use worker processes) starting those workers.
         early = digests.start_local(config)

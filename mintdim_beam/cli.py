@@ -115,12 +115,14 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         check_build_id(build_id)
         if not run["versioned"]:
             raise _invalid("--build-id needs versioned output roots (--versioned or run.versioned: true)")
+    if getattr(args, "no_accelerators", False):
+        run["accelerators"] = False
     policies = Policies(
         on_overflow=run.get("on_overflow", "abort"),
         on_template_unk=run.get("on_template_unk", "prompt"),
         on_bad_record=run.get("on_bad_record", "abort"),
     )
-    config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE))
+    config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE), run["accelerators"])
     early = pool = None
     if not run.get("versioned"):
         # Both overlap the Beam import: hashing the inputs, and starting the worker
@@ -188,6 +190,8 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--on-template-unk", dest="on_template_unk", choices=["abort", "continue", "prompt"])
     parser.add_argument("--on-bad-record", dest="on_bad_record", choices=["abort", "skip"])
     parser.add_argument("--block-size", dest="block_size", type=_int_or_text, help="input block size in bytes")
+    parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
+                        help="encode with the tokenizer libraries alone (same output, more CPU)")
 
 
 def _int_or_text(value: str):

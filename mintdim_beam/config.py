@@ -46,7 +46,8 @@ JOB_SECTIONS = {
     "tokenizer": ("type", "files", SENTENCEPIECE, HF_JSON),
     "units": ("sizes", "build_batch"),
     "output": ("dir", "samples_per_shard"),
-    "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged"),
+    "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged",
+            "accelerators"),
 }
 RUN_FLAGS = ("versioned", "skip_unchanged")
 
@@ -140,6 +141,8 @@ class BuildConfig:
     outputs: tuple[OutputSpec, ...]
     policies: Policies = field(default_factory=Policies)
     block_size: int = DEFAULT_BLOCK_SIZE
+    #: Take the exact tokenizer accelerators (``mintdim_beam.accel``); same output.
+    accelerators: bool = True
 
     def files_of(self, output: OutputSpec) -> list[FileSpec]:
         return [self.files[i] for i in output.files]
@@ -193,9 +196,11 @@ def normalize_dir(path: str) -> str:
     return os.path.abspath(path)
 
 
-def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DEFAULT_BLOCK_SIZE) -> BuildConfig:
+def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+            accelerators: bool = True) -> BuildConfig:
     """Validate ``job`` structurally and broadcast every setting to every file."""
     policies = policies or Policies()
+    _check_accelerators(accelerators)
     missing = _missing(job)
     if missing:
         raise errors.PipelineValidationError(missing=missing)
@@ -317,7 +322,16 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
             )
         )
     check_block_size(block_size)
-    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size)
+    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators)
+
+
+def _check_accelerators(value) -> None:
+    if not isinstance(value, bool):
+        raise errors.PipelineValidationError.invalid(
+            problem=f"accelerators must be true or false, got {value!r}",
+            rules=["run.accelerators: true | false (default true)"],
+            problem_vi=f"accelerators phải là true hoặc false, hiện tại là {value!r}",
+            rules_vi=["run.accelerators: true | false (mặc định true)"])
 
 
 def check_block_size(block_size) -> int:
@@ -437,6 +451,8 @@ def run_settings(run: dict) -> dict:
             )
     if "block_size" in checked:
         checked["block_size"] = check_block_size(checked["block_size"])
+    checked["accelerators"] = checked.get("accelerators", True)
+    _check_accelerators(checked["accelerators"])
     if checked["skip_unchanged"] and not checked["versioned"]:
         raise _job_error("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)",
                          "skip_unchanged cần output root có phiên bản (--versioned hoặc run.versioned: true)")

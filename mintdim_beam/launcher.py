@@ -283,7 +283,8 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
         words = not (build_info.get("runner") == "FnApiRunner"
                      and build_info.get("direct_running_mode") != "multi_processing"
                      and usable_cores() > 1)
-        build_info["bpe_word_encoder"] = words
+        build_info["accelerators"] = config.accelerators
+        build_info["bpe_word_encoder"] = words and config.accelerators
         # Local worker processes share this machine's cores: each sizes its encode pool
         # for its share, not for every core.
         worker_cores = None

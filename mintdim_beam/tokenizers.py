@@ -9,6 +9,10 @@ parsing, and nothing is added around the text (no BOS/EOS/CLS/SEP).
 A ``tokenizer.json`` may configure padding and truncation for its original use. Exact
 encoding needs both off, so the adapter switches them off on its own in-memory copy,
 after reading the configured pad id; the user's file is never written.
+
+Only the libraries' public APIs are used here. The exact accelerators of
+``mintdim_beam.accel`` (byte-level BPE word by word, the SentencePiece UNK audit) are
+taken when ``accelerators`` is on and their probes pass, and give the same results.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from typing import Sequence
 import numpy as np
 
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
-from .sp_unk import unk_runs
 from .unk_rows import CharColumn
 
 _UNSET = object()
@@ -175,7 +178,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     kind = SENTENCEPIECE
 
-    def __init__(self, path: str, data: bytes, num_threads: int = -1):
+    def __init__(self, path: str, data: bytes, num_threads: int = -1, accelerators: bool = True):
         import sentencepiece as spm
 
         self.path = path
@@ -194,15 +197,16 @@ class SentencePieceTokenizer(Tokenizer):
             raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
         self.unk_id, self.pad_id = unk, pad
         self.storage = select_storage(self.vocab_size)
-        self._numpy_batches = _supports(self._sp, "numpy")
-        self._buffer_batch = _buffer_batch(self._sp)
+        self._numpy_batches = _numpy_batches(self._sp)
         self._local = threading.local()
         self._pool_class = getattr(spm, "ThreadPool", None)
-        self._data, self._runs, self._runs_lock = data, _UNSET, threading.Lock()
+        self._runs = _UNSET if accelerators else None
+        self._runs_lock = threading.Lock()
 
     @property
     def _unk_runs(self):
-        """``sp_unk.unk_runs`` for this model (None: UNK substrings come from the protos).
+        """The UNK audit's accelerator for this model (``accel.sp_unk``), or None: UNK
+        substrings come from the protos.
 
         Set up on first use (two thirds of loading a 32k model): the launcher loads
         the model to check the template and rarely needs it; workers call
@@ -211,8 +215,9 @@ class SentencePieceTokenizer(Tokenizer):
         if self._runs is _UNSET:
             with self._runs_lock:
                 if self._runs is _UNSET:
-                    self._runs = unk_runs(self._sp, self._data, self._proto_unk_substrings)
-                    self._data = None
+                    from .accel import sentencepiece_unk_runs
+
+                    self._runs = sentencepiece_unk_runs(self._sp, self._proto_unk_substrings)
         return self._runs
 
     @_unk_runs.setter
@@ -240,17 +245,13 @@ class SentencePieceTokenizer(Tokenizer):
         texts = list(texts)
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        if self._buffer_batch is not None:
-            # One buffer per text from C++; joined and viewed once instead of one numpy
-            # array per text (which costs as much as a fifth of the encoding itself).
-            buffers = self._buffer_batch(texts, self._num_threads, self._thread_pool(), False, -1, 0.1,
-                                         False, False, False)
-            lengths = np.fromiter(map(len, map(memoryview, buffers)), dtype=np.int64, count=len(buffers))
-            return np.frombuffer(b"".join(buffers), dtype=np.int32), lengths
         if self._numpy_batches:
-            arrays = self._sp.encode(texts, return_type="numpy", num_threads=self._num_threads)
+            # One int32 array per text, joined once: 0.6 of the time of Python lists
+            # (sentencepiece 0.2.1+).
+            arrays = self._sp.encode(texts, return_type="numpy", num_threads=self._num_threads,
+                                     thread_pool=self._thread_pool())
             lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-            flat = np.concatenate(arrays).astype(np.int64) if lengths.sum() else np.zeros(0, np.int64)
+            flat = np.concatenate(arrays) if lengths.sum() else np.zeros(0, np.int32)
             return flat, lengths
         return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
 
@@ -295,31 +296,11 @@ class SentencePieceTokenizer(Tokenizer):
         return self._sp.decode([int(i) for i in ids])
 
 
-def _buffer_batch(sp):
-    """The extension's batch encoder to raw int32 buffers, if it behaves as expected.
-
-    sentencepiece 0.2.1+ builds ``encode(..., return_type="numpy")`` on it; calling it
-    directly skips one ``numpy.frombuffer`` per text. The probe compares it with the
-    public API (ids, lengths, no BOS/EOS) and any other release falls back to that.
-    """
-    method = getattr(getattr(sp, "_processor", None), "_EncodeAsBufferBatch", None)
-    if method is None:
-        return None
-    probe = ["Hello world", "", "x y z 123"]
+def _numpy_batches(sp) -> bool:
+    """Whether this sentencepiece release encodes batches to numpy arrays, with a
+    ``thread_pool`` of the caller's (0.2.1+)."""
     try:
-        buffers = method(probe, 1, None, False, -1, 0.1, False, False, False)
-        got = [np.frombuffer(memoryview(b), dtype=np.int32).tolist() for b in buffers]
-        counts = [len(memoryview(b)) for b in buffers]
-    except Exception:  # a different signature or return type: not this release's API
-        return None
-    want = sp.encode(probe, out_type=int)
-    return method if got == want and counts == [len(ids) for ids in want] else None
-
-
-def _supports(sp, return_type: str) -> bool:
-    """Whether this sentencepiece release knows a batch ``return_type`` (0.2.1+)."""
-    try:
-        out = sp.encode(["a"], return_type=return_type)
+        out = sp.encode(["a"], return_type="numpy", num_threads=1, thread_pool=None)
         return isinstance(out, list)
     except (TypeError, ValueError):
         return False
@@ -331,6 +312,7 @@ class HuggingFaceTokenizer(Tokenizer):
     kind = HF_JSON
 
     def __init__(self, path: str, data: bytes, word_encoder: bool = True):
+        """``word_encoder``: encode word by word where ``accel.bpe_words`` can."""
         from tokenizers import Tokenizer as HFTokenizer
 
         self.path = path
@@ -356,10 +338,10 @@ class HuggingFaceTokenizer(Tokenizer):
         self.storage = select_storage(max(self.vocab_size, max_id + 1))
         self._fast = hasattr(tok, "encode_batch_fast")
         self._words = None
-        if word_encoder and os.environ.get("MINTDIM_BPE_WORDS", "1") != "0":
-            from .bpe_words import ByteLevelWords
+        if word_encoder:
+            from .accel import bpe_word_encoder
 
-            self._words = ByteLevelWords.for_tokenizer(tok, text)
+            self._words = bpe_word_encoder(tok, text)
 
     def encode_batch(self, texts):
         texts = list(texts)
@@ -400,13 +382,14 @@ def _hf_unk_id(tok, text: str, path: str) -> int:
 
 
 # Adapters loaded ahead of their first use in this process (a warm worker waiting to be
-# claimed): (kind, path, threads, word_encoder, MINTDIM_BPE_WORDS) -> Future of
+# claimed): (kind, path, threads, accelerators, word_encoder) -> Future of
 # (file bytes, adapter), or of None when the load failed.
 _PRELOADED: dict = {}
 _PRELOAD_LOCK = threading.Lock()
 
 
-def preload(kind: str, path: str, threads: int = 1, word_encoder: bool = True) -> None:
+def preload(kind: str, path: str, threads: int = 1, accelerators: bool = True,
+            word_encoder: bool = True) -> None:
     """Load a tokenizer now, for :func:`load_tokenizer_preloaded` to hand out once.
 
     A warm worker does this while it waits for the runner, so that its first bundle
@@ -415,7 +398,7 @@ def preload(kind: str, path: str, threads: int = 1, word_encoder: bool = True) -
     """
     from concurrent.futures import Future
 
-    key = (kind, path, threads, word_encoder, os.environ.get("MINTDIM_BPE_WORDS"))
+    key = (kind, path, threads, accelerators, word_encoder)
     future: Future = Future()
     with _PRELOAD_LOCK:
         if key in _PRELOADED:
@@ -424,7 +407,8 @@ def preload(kind: str, path: str, threads: int = 1, word_encoder: bool = True) -
     try:
         with open(path, "rb") as f:
             data = f.read()
-        adapter = load_tokenizer(kind, path, data, threads=threads, word_encoder=word_encoder)
+        adapter = load_tokenizer(kind, path, data, threads=threads, accelerators=accelerators,
+                                 word_encoder=word_encoder)
         adapter.prepare()
         future.set_result((data, adapter))
     except BaseException:  # noqa: BLE001 - the build's own load reports it
@@ -432,32 +416,37 @@ def preload(kind: str, path: str, threads: int = 1, word_encoder: bool = True) -
 
 
 def load_tokenizer_preloaded(kind: str, path: str, data: bytes, threads: int = -1,
-                             word_encoder: bool = True) -> Tokenizer:
+                             accelerators: bool = True, word_encoder: bool = True) -> Tokenizer:
     """:func:`load_tokenizer`, taking the adapter :func:`preload` made if it was made
     from the same bytes (waiting for it if it is still loading). Each preloaded
     adapter is handed out once; callers keep it (``Shared``)."""
-    key = (kind, path, threads, word_encoder, os.environ.get("MINTDIM_BPE_WORDS"))
+    key = (kind, path, threads, accelerators, word_encoder)
     with _PRELOAD_LOCK:
         future = _PRELOADED.pop(key, None)
     if future is not None:
         loaded = future.result()
         if loaded is not None and loaded[0] == data:
             return loaded[1]
-    return load_tokenizer(kind, path, data, threads=threads, word_encoder=word_encoder)
+    return load_tokenizer(kind, path, data, threads=threads, accelerators=accelerators,
+                          word_encoder=word_encoder)
 
 
-def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1,
+def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, accelerators: bool = True,
                    word_encoder: bool = True) -> Tokenizer:
     """Build the adapter of ``kind`` from the tokenizer file's bytes.
 
     ``threads`` is SentencePiece's own thread count per batch call (-1: its default);
     callers that run several encode calls at once pass 1. HF tokenizers share one
-    process-wide thread pool whatever the callers do. ``word_encoder``: a byte-level
-    BPE ``tokenizer.json`` may encode word by word (``bpe_words``; one core, less CPU);
-    ``MINTDIM_BPE_WORDS=0`` in the environment turns that off everywhere.
+    process-wide thread pool whatever the callers do.
+
+    ``accelerators``: take the exact accelerators of ``mintdim_beam.accel`` where their
+    probes pass (same output, less CPU); off, only the libraries' public APIs encode.
+    ``word_encoder``: with accelerators on, whether a byte-level BPE ``tokenizer.json``
+    may encode word by word (``accel.bpe_words``: less CPU, but on one core, where the
+    tokenizer's own threads would use them all).
     """
     if kind == SENTENCEPIECE:
-        return SentencePieceTokenizer(path, data, num_threads=threads)
+        return SentencePieceTokenizer(path, data, num_threads=threads, accelerators=accelerators)
     if kind == HF_JSON:
-        return HuggingFaceTokenizer(path, data, word_encoder=word_encoder)
+        return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder)
     raise TokenizerValidationError.unsupported_format(path)

@@ -123,7 +123,7 @@ def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     for spec in {f.tokenizer for f in config.files}:
         # Several encode calls run at once (see encode_threads): one thread each.
         cache[spec] = load_tokenizer_preloaded(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
-                                               word_encoder=word_encoder)
+                                               accelerators=config.accelerators, word_encoder=word_encoder)
         cache[spec].prepare()   # here, not in the first encode call
     return _Handle(cache)
 

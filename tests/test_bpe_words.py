@@ -1,6 +1,6 @@
 """The word-by-word byte-level BPE encoder gives the tokenizer's own ids, always.
 
-``mintdim_beam.bpe_words`` re-implements the tokenizer's split (with the ``regex``
+``mintdim_beam.accel.bpe_words`` re-implements the tokenizer's split (with the ``regex``
 module instead of Oniguruma) and asks the tokenizer's model for each distinct word, so
 these tests compare it with ``Tokenizer.encode_batch`` on every Unicode 14.0 code point,
 on random texts built from the characters where splits are decided, around added tokens,
@@ -20,9 +20,9 @@ from tokenizers import Tokenizer
 from tokenizers.pre_tokenizers import ByteLevel
 
 from conftest import run_in_threads
-from mintdim_beam import bpe_words
-from mintdim_beam._unicode14 import ASSIGNED
-from mintdim_beam.bpe_words import BYTE_TABLE, GPT2_PATTERN, ByteLevelWords
+from mintdim_beam.accel import bpe_words
+from mintdim_beam.accel.bpe_words import BYTE_TABLE, GPT2_PATTERN, ByteLevelWords
+from mintdim_beam.accel.unicode14 import ASSIGNED
 from mintdim_beam.tokenizers import load_tokenizer
 
 
@@ -295,13 +295,13 @@ def test_dropout_and_other_models_get_no_word_encoder(testdata):
         assert ByteLevelWords.for_tokenizer(Tokenizer.from_str(text), text) is None
 
 
-def test_the_adapter_uses_it_and_can_be_told_not_to(testdata, monkeypatch):
+def test_the_adapter_uses_it_and_can_be_told_not_to(testdata):
     path = str(testdata / "hf_bytelevel_bpe.json")
     data = (testdata / "hf_bytelevel_bpe.json").read_bytes()
     with_words = load_tokenizer("hf_json", path, data)
-    monkeypatch.setenv("MINTDIM_BPE_WORDS", "0")
-    without = load_tokenizer("hf_json", path, data)
+    without = load_tokenizer("hf_json", path, data, accelerators=False)
     assert with_words._words is not None and without._words is None
+    assert load_tokenizer("hf_json", path, data, word_encoder=False)._words is None
     texts = _random_texts(4, 500)
     a, b = with_words.encode_batch(texts), without.encode_batch(texts)
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])

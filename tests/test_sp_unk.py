@@ -1,4 +1,4 @@
-"""UNK substrings of SentencePiece Unigram models from the normalizer (``mintdim_beam.sp_unk``).
+"""UNK substrings of SentencePiece Unigram models from the normalizer (``mintdim_beam.accel.sp_unk``).
 
 The runs of unknown characters must give, text for text, the same substrings as the
 serialized protos' offsets (the reference path, and what ``tests/reference.py`` uses),
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from mintdim_beam import sp_unk, tokenizers
+from mintdim_beam import tokenizers
+from mintdim_beam.accel import sp_unk
 from mintdim_beam.tokenizers import SentencePieceTokenizer
 
 # Characters that decide runs and offsets: unknown to the small models (CJK, Thai,
@@ -72,22 +73,22 @@ def realdata_dir():
     return REALDATA if REALDATA.is_dir() else None
 
 
-def test_model_facts_from_the_wire_format(tok):
+def test_model_facts_read_by_protobuf(tok):
     # As tests/testdata/make_testdata.py trains them (and the README there lists).
     for name, want in (("sp_unigram.model", (sp_unk.UNIGRAM, False, "nmt_nfkc")),
                        ("sp_nopad.model", (sp_unk.UNIGRAM, False, "identity")),
                        ("sp_bpe.model", (2, False, "identity"))):
         with open(tok(name), "rb") as f:
             assert sp_unk.model_facts(f.read()) == want, name
-    with pytest.raises(ValueError):
-        sp_unk.model_facts(b"\x12\x05abc")   # a length past the end
+    assert sp_unk.model_facts(b"\x12\x05abc") is None   # a length past the end: no accelerator
 
 
 def test_unigram_models_take_the_runs_bpe_keeps_the_protos(tok):
     for name, fast in (("sp_unigram.model", True), ("sp_bpe.model", False)):
         with open(tok(name), "rb") as f:
-            adapter = SentencePieceTokenizer(name, f.read())
-        assert (adapter._unk_runs is not None) is fast, name
+            data = f.read()
+        assert (SentencePieceTokenizer(name, data)._unk_runs is not None) is fast, name
+        assert SentencePieceTokenizer(name, data, accelerators=False)._unk_runs is None, name
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -200,21 +201,7 @@ def test_a_piece_with_an_unknown_character_keeps_the_protos():
     assert adapter.unk_substrings_at(texts, positions) == ["{", "}", "{|"]
 
 
-@pytest.fixture
-def normalize_calls(monkeypatch):
-    """``with_offsets`` of every ``normalize`` call of adapters built in the test."""
-    calls = []
-    real = spm.SentencePieceProcessor.normalize
-
-    def normalize(self, text, with_offsets=None):
-        calls.append(bool(with_offsets))
-        return real(self, text, with_offsets=with_offsets)
-
-    monkeypatch.setattr(spm.SentencePieceProcessor, "normalize", normalize)
-    return calls
-
-
-def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls):
+def test_texts_changed_only_in_whitespace_and_others_agree_with_the_protos(tok):
     """The aligned path: a text changed only in its whitespace (escaped, collapsed,
     stripped, the dummy prefix added) takes its runs straight from the normalized text;
     any other text asks for offsets. Both agree with the protos."""
@@ -224,16 +211,15 @@ def test_texts_the_normalizer_leaves_alone_need_no_offsets(tok, normalize_calls)
     adapter = SentencePieceTokenizer("sp_unigram.model", data)
     assert adapter._runs is tokenizers._UNSET      # set up on first use (or prepare) ...
     adapter.prepare()
-    assert adapter._runs is not None and adapter._data is None   # ... then the bytes go
+    assert adapter._runs is not None
     plain = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}",
              "a  {b}", " {b}", "{b}\n", "a\u3000{b}", "{\n\n}\t<x> ", "\xa0 {a}\r\n"]
     changed = ["ｆ{b}", "e\u0301{b}", "a{\u200b}b", "a{\x1c}b", "{\n}ﬁ"]
     for text in plain + changed:
         positions = _unk_positions(adapter, [text])
         want = _proto_path(adapter, [text], positions)
-        normalize_calls.clear()
         assert adapter.unk_substrings_at([text], positions) == want, text
-        assert (True in normalize_calls) is (text in changed), text
+        assert adapter._unk_runs(text) == want, text
 
 
 def test_identity_rules_cannot_exist():
@@ -250,7 +236,7 @@ def test_identity_rules_cannot_exist():
             _train([f"the cat sat on the mat {i} times" for i in range(50)], normalization_rule_tsv=rules)
 
 
-def test_a_user_defined_normalizer_always_takes_the_offsets(normalize_calls, tmp_path):
+def test_a_user_defined_normalizer_takes_the_offsets(tmp_path):
     """A rule table of the user's is not one of the built-in maps: every text's runs go
     through the normalizer's offsets (and still equal the protos)."""
     rules = tmp_path / "rules.tsv"
@@ -261,110 +247,4 @@ def test_a_user_defined_normalizer_always_takes_the_offsets(normalize_calls, tmp
     assert adapter._unk_runs is not None
     texts = ["a {b} c", "a {{b}} c", "{{{", "x {{y"]
     positions = _unk_positions(adapter, texts)
-    normalize_calls.clear()
     assert adapter.unk_substrings_at(texts, positions) == _proto_path(adapter, texts, positions)
-    assert normalize_calls and all(normalize_calls)
-
-
-def _whitespace_only(text: str) -> str:
-    """What the normalizer makes of a text no rule touches: spaces escaped and collapsed,
-    leading and trailing ones dropped, the dummy prefix added (none to an empty text)."""
-    words = [w for w in text.split(" ") if w]
-    return "\u2581" + "\u2581".join(words) if words else ""
-
-
-def test_rule_chars_are_every_character_a_rule_can_touch(tok, realdata_dir):
-    """``rule_chars`` reads the model's rule map: every character a rule changes is in
-    the table; one outside it is left as it is, alone and next to any other such
-    character; and the characters it adds beyond those (ones that only follow a key's
-    first character, like U+0301 after "e") do combine with a base."""
-    for path in _models(tok, realdata_dir):
-        with open(path, "rb") as f:
-            data = f.read()
-        sp = spm.SentencePieceProcessor(model_proto=data)
-        table = sp_unk.rule_chars(data)
-        assert table is not None and not table[ord(" ")]
-        assert table[0x301] and table[0xFF41] and table[ord("\n")] and not table[ord("e")]
-        clean, later = [], []
-        for c in range(0x21, 0x10000):
-            if 0xD800 <= c <= 0xDFFF:
-                continue
-            kept = sp.normalize(chr(c)) in (chr(c), "\u2581" + chr(c))
-            if not kept:
-                assert table[c], (path, hex(c))                   # a rule maps it
-            (later if table[c] else clean).append(chr(c)) if kept else None
-        assert len(clean) > 50_000 and later
-        rng = random.Random(7)
-        for _ in range(300):      # untouched characters and spaces: only whitespace changes
-            text = "".join(rng.choice(clean) if rng.random() < 0.8 else " " for _ in range(rng.randint(1, 60)))
-            assert sp.normalize(text) == _whitespace_only(text), (path, text)
-        # Nothing outside the table combines with a base before it (the bases a rule
-        # map composes with: Latin, Greek, Cyrillic, kana, Hangul jamo, and more).
-        bases = ("aeiouyAEIOUYnNcCsSkKhHgGwWrRlLzZdDtT" "αεηιουωΑΕΗΙΟΥΩиеИЕ" "かきくけこさはカキクケコサハゝヽ"
-                 "\u1100\u1161\u11a8가" "अकডਕકଡகఅಕകඅ" "<=>")
-        for b in bases:
-            for k in range(0, len(clean), 2000):
-                text = " ".join(b + d for d in clean[k:k + 2000])
-                if sp.normalize(text) != _whitespace_only(text):
-                    bad = [d for d in clean[k:k + 2000] if sp.normalize(b + d) != _whitespace_only(b + d)]
-                    pytest.fail(f"{path}: {b!r} combines with {bad[:5]!r}, which the table does not hold")
-
-
-def test_rule_chars_without_a_rule_map_or_escaped_spaces(tok):
-    """The identity normalizer has no rules: no character is touched. A model that
-    keeps spaces unescaped takes no shortcut (its runs could hold spaces)."""
-    with open(tok("sp_nopad.model"), "rb") as f:
-        data = f.read()
-    assert sp_unk.model_facts(data)[2] == "identity"
-    table = sp_unk.rule_chars(data)
-    assert table is not None and not table.any()
-    spec = b"\x0a\x08nmt_nfkc" + b"\x28\x00"               # name, escape_whitespaces: false
-    assert sp_unk.rule_chars(b"\x1a" + bytes([len(spec)]) + spec) is None
-    assert sp_unk.rule_chars(b"\x1a\x0a\x0a\x08nmt_nfkc") is not None     # escaping by default
-
-
-def test_texts_no_rule_touches_skip_the_normalizer(tok, realdata_dir, monkeypatch):
-    """Texts without a character any rule involves take their runs from themselves,
-    the others from the normalized text; both agree with the protos."""
-    for path in _models(tok, realdata_dir):
-        with open(path, "rb") as f:
-            adapter = SentencePieceTokenizer(path, f.read(), num_threads=1)
-        processor = type(adapter._sp._processor)
-        normalized = []
-        real = processor._Normalize
-        monkeypatch.setattr(processor, "_Normalize", lambda self, text, *a: normalized.append(text) or real(self, text, *a))
-        adapter.prepare()
-        untouched = ["a {b} c", "你好 x 世界", "xin chào {thế} giới", "{}", "a  {b}  ", " {b}", "x {y} z {w}"]
-        touched = ["ｆ{b}", "e\u0301{b}", "a{\u200b}b", "{b}\n", "a\u3000{b}", "{\u2581}"]
-        texts = untouched + touched
-        positions = _unk_positions(adapter, texts)
-        assert all(positions), "each text holds an UNK token"
-        want = _proto_path(adapter, texts, positions)
-        normalized.clear()
-        assert adapter.unk_substrings_at(texts, positions) == want, path
-        assert sorted(normalized) == sorted(touched), (path, normalized)   # each once, no untouched one
-        monkeypatch.undo()
-
-
-def test_rule_chars_on_random_rule_maps_gives_a_table_or_none():
-    """A damaged or foreign rule map must not break loading a model: the shortcut is
-    then simply off (None) or the table conservative."""
-    import numpy as np
-
-    def varint(n: int) -> bytes:
-        out = b""
-        while True:
-            b, n = n & 0x7F, n >> 7
-            if not n:
-                return out + bytes([b])
-            out += bytes([b | 0x80])
-
-    rng = np.random.default_rng(0)
-    for i in range(300):
-        units = rng.integers(0, 2**32, size=int(rng.integers(1, 3000)), dtype=np.uint64).astype("<u4")
-        if i % 2:
-            units &= np.uint32(0x3FF)        # small offsets: many labels match
-        charsmap = len(units.tobytes()).to_bytes(4, "little") + units.tobytes()
-        spec = b"\x12" + varint(len(charsmap)) + charsmap
-        table = sp_unk.rule_chars(b"\x1a" + varint(len(spec)) + spec)
-        assert table is None or table.shape == (0x110000,)

@@ -1,8 +1,8 @@
-"""Write ``mintdim_beam/_unicode14.py``: the code points assigned in Unicode 14.0.
+"""Write ``mintdim_beam/accel/unicode14.py``: the code points assigned in Unicode 14.0.
 
     python tools/make_unicode_table.py   # needs Python 3.11 (unicodedata 14.0.0)
 
-The byte-level BPE word encoder (``mintdim_beam/bpe_words.py``) splits words with the
+The byte-level BPE word encoder (``mintdim_beam/accel/bpe_words.py``) splits words with the
 ``regex`` module, while Hugging Face tokenizers split them with Oniguruma. The two agree
 on every code point assigned by Unicode 14.0 (``tests/test_bpe_words.py`` checks all of
 them) but each library carries its own Unicode tables, so characters assigned later may
@@ -48,7 +48,7 @@ def main() -> None:
     if row:
         lines.append("    " + " ".join(row))
     lines.append(")")
-    out = Path(__file__).resolve().parents[1] / "mintdim_beam" / "_unicode14.py"
+    out = Path(__file__).resolve().parents[1] / "mintdim_beam" / "accel" / "unicode14.py"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{out.name}: {len(ranges)} ranges")
 

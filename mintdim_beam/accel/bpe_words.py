@@ -49,7 +49,7 @@ from typing import Optional, Sequence
 import numpy as np
 import regex
 
-from ._unicode14 import ASSIGNED
+from .unicode14 import ASSIGNED
 
 #: Kept ids are a C ``int`` array's bytes (vocabularies are far below 2^31), viewed by
 #: numpy with the same native type.
