@@ -280,37 +280,69 @@ def _plan(args, beam_args: list) -> int:
         suggested = optimal_sizes(hist, k, args.multiple)
         best = fit(hist, suggested)
         now = fit(hist, current) if current else None
+        # Like with like: the current sizes' padding can only count the samples that fit
+        # them, so when some overflow, a suggestion is also made for those samples alone.
+        same = None
+        if now is not None and now.overflow_samples:
+            inside = hist.upto(max(now.sizes))
+            if inside.samples:
+                same = fit(inside, optimal_sizes(inside, k, args.multiple))
+        kind = f"K={k}" + (f", multiple of {args.multiple}" if args.multiple > 1 else "")
         if args.json:
             print(json.dumps({
                 "output": name, "samples": hist.samples, "tokens": hist.tokens,
                 "min_length": int(hist.lengths[0]), "max_length": hist.max_length,
                 "histogram": {str(k_): v for k_, v in hist.as_dict().items()},
                 "k": k, "multiple": args.multiple, "notes": notes,
-                "current": _fit_json(now), "suggested": _fit_json(best),
+                "overflow_samples": now.overflow_samples if now is not None else 0,
+                "current": _fit_json(now), "suggested_same_samples": _fit_json(same),
+                "suggested": _fit_json(best),
             }, ensure_ascii=False))
             continue
         print(f"[plan] output={name} samples={hist.samples} tokens={hist.tokens} "
               f"lengths={int(hist.lengths[0])}..{hist.max_length}")
         for note in notes:
             print(f"[plan] note: {note}")
-        if now is not None:
-            print(_fit_line("current  ", now))
-        print(_fit_line("suggested", best) + f" (K={k}" + (f", multiple of {args.multiple})" if args.multiple > 1 else ")"))
-        if now is not None and now.slots and not now.overflow_samples:
-            saved = now.pad_tokens - best.pad_tokens
-            print(f"[plan] padding {now.padding_ratio:.4f} -> {best.padding_ratio:.4f}: "
-                  f"{saved} fewer pad tokens ({saved / now.slots:.2%} of the current payload slots)")
-        print(f"  {'unit':>8} {'samples':>9} {'tokens':>11} {'pad':>10} {'padding':>8}")
-        for u in best.per_unit():
-            print(f"  {u['size']:>8} {u['samples']:>9} {u['tokens']:>11} {u['pad_tokens']:>10} "
-                  f"{u['padding_ratio']:>8.2%}")
+        if now is None or not now.overflow_samples:
+            if now is not None:
+                print(_fit_line("current  ", now))
+            print(_fit_line("suggested", best, f" ({kind})"))
+            _print_saving(now, best)
+            _print_units(best)
+            continue
+        fitting = hist.samples - now.overflow_samples
+        print(f"[plan] overflow: {now.overflow_samples} of {hist.samples} samples are longer than "
+              f"{max(now.sizes)}, the largest current size; the current sizes are measured on the "
+              f"{fitting} samples that fit")
+        print(_fit_line("current  ", now, f" on the {fitting} samples that fit"))
+        if same is not None:
+            print(_fit_line("suggested", same, f" on the same {fitting} samples ({kind})"))
+            _print_saving(now, same)
+            _print_units(same)
+        print(_fit_line("suggested", best, f" on all {hist.samples} samples, none overflow ({kind})"))
+        _print_units(best)
     return 0
 
 
-def _fit_line(label: str, f) -> str:
-    over = f" overflow={f.overflow_samples} samples above {max(f.sizes)} (not counted)" if f.overflow_samples else ""
+def _print_saving(now, best) -> None:
+    """The padding saved by ``best`` over ``now`` (both measured on the same samples)."""
+    if now is None or not now.slots:
+        return
+    saved = now.pad_tokens - best.pad_tokens
+    print(f"[plan] padding {now.padding_ratio:.4f} -> {best.padding_ratio:.4f}: "
+          f"{saved} fewer pad tokens ({saved / now.slots:.2%} of the current payload slots)")
+
+
+def _print_units(f) -> None:
+    print(f"  {'unit':>8} {'samples':>9} {'tokens':>11} {'pad':>10} {'padding':>8}")
+    for u in f.per_unit():
+        print(f"  {u['size']:>8} {u['samples']:>9} {u['tokens']:>11} {u['pad_tokens']:>10} "
+              f"{u['padding_ratio']:>8.2%}")
+
+
+def _fit_line(label: str, f, suffix: str = "") -> str:
     return (f"[plan] {label} sizes={','.join(map(str, f.sizes))} padding_ratio={f.padding_ratio:.4f} "
-            f"pad_tokens={f.pad_tokens}{over}")
+            f"pad_tokens={f.pad_tokens}{suffix}")
 
 
 def _fit_json(f) -> Optional[dict]:

@@ -429,12 +429,24 @@ def _suggestion(data: ReportData, k: Optional[int]) -> str:
     k = k or len(data.sizes)
     suggested = optimal_sizes(hist, k)
     now, best = fit(hist, data.sizes), fit(hist, suggested)
-    over = f" ({_n(now.overflow_samples, 'sample')} longer than {max(data.sizes)} not counted)" \
-        if now.overflow_samples else ""
-    return (f"<p>With {len(suggested)} sizes, the padding-optimal units for these lengths are "
-            f"<b>{_e(', '.join(map(str, suggested)))}</b>: padding ratio {_pct(best.padding_ratio)} against "
-            f"{_pct(now.padding_ratio)} for the current sizes{over}. "
-            f"<code>mintdim-beam plan</code> computes this with rounding options.</p>")
+    sizes = lambda f: _e(", ".join(map(str, f.sizes)))  # noqa: E731
+    tail = "<code>mintdim-beam plan</code> computes this with rounding options.</p>"
+    if not now.overflow_samples:
+        return (f"<p>With {len(suggested)} sizes, the padding-optimal units for these lengths are "
+                f"<b>{sizes(best)}</b>: padding ratio {_pct(best.padding_ratio)} against "
+                f"{_pct(now.padding_ratio)} for the current sizes. " + tail)
+    # The current sizes pad only the samples that fit them: compare on those samples.
+    inside = hist.upto(max(data.sizes))
+    fitting = inside.samples
+    text = (f"<p>Overflow: {now.overflow_samples:,} of {hist.samples:,} samples longer than {max(data.sizes)}, "
+            f"the largest current size. ")
+    if fitting:
+        same = fit(inside, optimal_sizes(inside, k))
+        text += (f"On the {fitting} samples that fit, the padding-optimal units are <b>{sizes(same)}</b>: "
+                 f"padding ratio {_pct(same.padding_ratio)} against {_pct(now.padding_ratio)} for the "
+                 f"current sizes. ")
+    return text + (f"On all {hist.samples} samples, with nothing overflowing, they are <b>{sizes(best)}</b>: "
+                   f"padding ratio {_pct(best.padding_ratio)}. " + tail)
 
 
 def write_report(path: str, out: str, k: Optional[int] = None) -> str:

@@ -54,6 +54,11 @@ class LengthHistogram:
     def as_dict(self) -> dict:
         return dict(zip(self.lengths.tolist(), self.counts.tolist()))
 
+    def upto(self, limit: int) -> "LengthHistogram":
+        """The samples of at most ``limit`` tokens (those that fit a unit of ``limit``)."""
+        keep = self.lengths <= limit
+        return LengthHistogram(self.lengths[keep], self.counts[keep])
+
     @property
     def samples(self) -> int:
         return int(self.counts.sum())

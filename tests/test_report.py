@@ -55,6 +55,9 @@ def test_page_shows_the_figures(page, tmp_path):
     assert "1 content hash shared by 2 samples" in text
     assert "1 truncate" in text and "SourceParseError" in text
     assert "padding-optimal units" in text
+    # current and suggested sizes compared on the same samples: the 25 that fit 96
+    assert "Overflow: 1 of 26 samples longer than 96, the largest current size. On the 25 samples that fit" in text
+    assert "On all 26 samples, with nothing overflowing, they are <b>" in text
 
 
 def test_report_is_deterministic(page, tmp_path):

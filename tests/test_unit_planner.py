@@ -141,7 +141,43 @@ def test_plan_cli_from_dataset_and_job(tmp_path, capsys):
     assert consumer_main(["plan", str(job), "-k", "2"]) == 0
     text = capsys.readouterr().out
     assert f"[plan] output={tmp_path / 'not_built'} samples=26" in text
-    assert "overflow=1 samples above 96" in text
+    assert "[plan] overflow: 1 of 26 samples are longer than 96, the largest current size" in text
+
+
+def test_plan_compares_current_and_suggested_sizes_on_the_same_samples(tmp_path, capsys):
+    """With overflow, the current sizes pad only the samples that fit: so does one suggestion."""
+    out = make_dataset(tmp_path)          # one sample above 96, truncated
+    rows = read_jsonl(Path(out) / "sample_index.jsonl")
+    over = read_jsonl(Path(out) / "overflow_index.jsonl")
+    lengths = {r["sample_id"]: r["token_count"] for r in rows}
+    lengths.update({r["sample_id"]: r["token_count"] for r in over})
+    fitting = [n for n in lengths.values() if n <= 96]
+    assert len(lengths) == 26 and len(fitting) == 25
+    current_pad = sum(min(s for s in (24, 48, 96) if s >= n) - n for n in fitting)
+    same_pad = brute_force(LengthHistogram.from_lengths(fitting), 3, 1)
+    all_pad = brute_force(LengthHistogram.from_lengths(list(lengths.values())), 3, 1)
+    assert same_pad < current_pad
+
+    assert consumer_main(["plan", out]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == ("[plan] overflow: 1 of 26 samples are longer than 96, the largest current size; "
+                        "the current sizes are measured on the 25 samples that fit")
+    assert lines[3].startswith("[plan] current   sizes=24,48,96 padding_ratio=")
+    assert lines[3].endswith(f" pad_tokens={current_pad} on the 25 samples that fit")
+    assert lines[4].startswith("[plan] suggested sizes=")
+    assert lines[4].endswith(f" pad_tokens={same_pad} on the same 25 samples (K=3)")
+    assert lines[5].startswith(f"[plan] padding ") and f": {current_pad - same_pad} fewer pad tokens" in lines[5]
+    last = [l for l in lines if l.startswith("[plan] suggested")][-1]
+    assert last.endswith(f" pad_tokens={all_pad} on all 26 samples, none overflow (K=3)")
+
+    assert consumer_main(["plan", out, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["overflow_samples"] == 1
+    assert data["current"]["pad_tokens"] == current_pad
+    assert data["suggested_same_samples"]["pad_tokens"] == same_pad
+    assert max(data["suggested_same_samples"]["sizes"]) <= 96
+    assert sum(u["samples"] for u in data["suggested_same_samples"]["units"]) == 25
+    assert data["suggested"]["pad_tokens"] == all_pad and data["suggested"]["overflow_samples"] == 0
 
 
 def test_plan_cli_errors(tmp_path, capsys):
