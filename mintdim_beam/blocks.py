@@ -4,9 +4,18 @@ A block owns every line that *starts* inside ``[start, end)``. Reading a block s
 ``start - 1`` and skips to the first line start, then reads on past ``end`` to finish
 its last line. Every line is therefore read by exactly one block whatever the block
 size, and per-block line counts turned into prefix sums give exact line numbers.
+
+A compressed file (``.gz``, ``.bz2``, ``.zst``, ``.xz``, ``.deflate``: see
+``storage.compression``) cannot be entered at a byte offset, so it is planned as one
+block that one worker reads from the start (:func:`read_stream_blocks`), cutting the
+decompressed bytes into blocks of about the block size at line ends as it goes: the
+same lines, numbered the same, as the file uncompressed, and memory bounded by the
+block size rather than by the file. Output bytes never depend on where blocks end.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from . import storage
 from .config import BuildConfig
@@ -15,12 +24,23 @@ from .plan import BlockRef
 _READ_AHEAD = 1 << 16
 
 
+#: Leading bytes of the compressed formats, for a compressed file named as plain JSONL
+#: (no valid JSONL line starts with any of them).
+MAGIC = (
+    (b"\x1f\x8b", "gzip", ".gz"),
+    (b"BZh", "bzip2", ".bz2"),
+    (b"\xfd7zXZ\x00", "xz", ".xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd", ".zst"),
+)
+
+
 def plan_blocks(config: BuildConfig) -> list[BlockRef]:
-    """Split every input file into blocks of ``config.block_size`` bytes (at least one)."""
+    """Split every plain input file into blocks of ``config.block_size`` bytes (at least
+    one); a compressed file is one block ``[0, compressed size)``."""
     refs = []
     for spec in config.files:
         total = storage.size(spec.path)
-        n = max(1, -(-total // config.block_size))
+        n = 1 if storage.is_compressed(spec.path) else max(1, -(-total // config.block_size))
         for b in range(n):
             refs.append(BlockRef(spec.index, b, b * config.block_size, min(total, (b + 1) * config.block_size)))
     return refs
@@ -63,8 +83,46 @@ def read_block_lines(path: str, start: int, end: int, decode: bool = True) -> tu
             if tail:
                 data += b"".join(tail)
                 nbytes += sum(len(t) for t in tail)
+    return _lines(data, decode), nbytes
+
+
+def read_stream_blocks(path: str, block_size: int, decode: bool = True):
+    """``(start, end, lines)`` of consecutive blocks of a file read from its start
+    (decompressed as its name says), each about ``block_size`` bytes and ending at a
+    line end; offsets are in the decompressed bytes. An empty file is one empty block.
+    """
+    with storage.open_decompressed(path) as f:
+        start, pending = 0, []
+        while True:
+            chunk = f.read(block_size)
+            if not chunk:
+                block = b"".join(pending)
+                if block or start == 0:
+                    yield start, start + len(block), _lines(block, decode)
+                return
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:              # a line longer than a block: read on
+                pending.append(chunk)
+                continue
+            block = b"".join(pending + [chunk[:cut]]) if pending else chunk[:cut]
+            pending = [chunk[cut:]] if cut < len(chunk) else []
+            yield start, start + len(block), _lines(block, decode)
+            start += len(block)
+
+
+def looks_compressed(head: bytes) -> Optional[tuple[str, str]]:
+    """``(format, extension)`` when ``head`` (a file's first bytes) starts like a
+    compressed file, else None."""
+    for magic, kind, extension in MAGIC:
+        if head.startswith(magic):
+            return kind, extension
+    return None
+
+
+def _lines(data: bytes, decode: bool) -> list:
+    """The lines of ``data`` (whole lines, the last one with or without its ``\n``)."""
     if not data:
-        return [], nbytes
+        return []
     # A CRLF ending is JSON whitespace after the value (or part of a blank line) and can
     # never be inside a valid value, so dropping the "\r" changes no sample and no error;
     # it lets CRLF files take the encoder's fast path for clean lines.
@@ -72,10 +130,10 @@ def read_block_lines(path: str, start: int, end: int, decode: bool = True) -> tu
         data = data.replace(b"\r\n", b"\n")
     parts = (data[:-1] if data.endswith(b"\n") else data).split(b"\n")
     if not decode:
-        return parts, nbytes
+        return parts
     # Split first, then decode line by line: three times faster than decoding the block
     # and splitting the text (no block-wide string of the widest character kind).
     try:
-        return list(map(_decode_utf8, parts)), nbytes
+        return list(map(_decode_utf8, parts))
     except UnicodeDecodeError:
-        return parts, nbytes
+        return parts

@@ -277,6 +277,30 @@ class SourceParseError(MintDimError):
         )
         super().__init__(english, vietnamese, facts)
 
+    _variant_kinds = ("looks_compressed",)
+
+    @classmethod
+    def looks_compressed(cls, file: str, line: int, compression: str, extension: str) -> "SourceParseError":
+        """A file named as plain JSONL starts with a compressed format's magic bytes.
+
+        Always fatal, whatever the bad-record policy: the whole file is unreadable as
+        named, and skipping its "lines" would lose it silently.
+        """
+        facts = _facts(kind="looks_compressed", file=file, line=line, compression=compression,
+                       extension=extension, reason=f"looks {compression}-compressed")
+        english, vietnamese = cls._render(
+            M.SOURCE_PARSE,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.REASON, M.SOURCE_LOOKS_COMPRESSED.en.format(compression=compression),
+                          M.SOURCE_LOOKS_COMPRESSED.vi.format(compression=compression)),
+                M.labeled(M.FIX, M.SOURCE_LOOKS_COMPRESSED_FIX.en.format(extension=extension),
+                          M.SOURCE_LOOKS_COMPRESSED_FIX.vi.format(extension=extension)),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
 
 class SampleSchemaError(MintDimError):
     """A JSONL object does not fit its declared fields.

@@ -129,6 +129,18 @@ FILE_NOT_FOUND_PATH = Text("Missing file:", "File thiếu:")
 # ---------------------------------------------------------------------------
 
 SOURCE_PARSE = Text("JSONL line could not be parsed.", "Không parse được dòng JSONL.")
+SOURCE_LOOKS_COMPRESSED = Text(
+    "the file looks {compression}-compressed (it starts with {compression}'s magic bytes), "
+    "but its name has no compressed extension, so it was read as plain JSONL",
+    "file trông như đã nén {compression} (bắt đầu bằng magic bytes của {compression}), "
+    "nhưng tên file không có đuôi nén nên bị đọc như JSONL thường",
+)
+SOURCE_LOOKS_COMPRESSED_FIX = Text(
+    "rename the file to end in {extension} (it is then decompressed while read), "
+    "or decompress it.",
+    "đổi tên file cho có đuôi {extension} (khi đó file được giải nén lúc đọc), "
+    "hoặc giải nén file.",
+)
 
 SAMPLE_MISSING_FIELDS = Text(
     "JSONL sample is missing declared fields.",

@@ -119,6 +119,33 @@ def open_read(path: str):
     return FileSystems.open(path, compression_type=_RAW)
 
 
+def compression(path: str) -> str:
+    """The Beam ``CompressionTypes`` value a file's name declares (by its extension):
+    ``.gz``, ``.bz2``, ``.zst``/``.zstd``, ``.xz``/``.lzma``, ``.deflate``; otherwise
+    ``UNCOMPRESSED``."""
+    return CompressionTypes.detect_compression_type(path)
+
+
+def is_compressed(path: str) -> bool:
+    return compression(path) != _RAW
+
+
+def open_decompressed(path: str):
+    """A file's content, decompressed as its extension says (a plain file as it is).
+
+    A compressed stream can only be read from its start, so this is for sequential
+    reads; ``open_read`` gives the stored bytes (for hashing and byte ranges).
+    """
+    kind = compression(path)
+    if kind == _RAW:
+        return open_read(path)
+    if _is_s3(path):
+        from apache_beam.io.filesystem import CompressedFile
+
+        return CompressedFile(_s3().open(path, "rb"), compression_type=kind)
+    return FileSystems.open(path, compression_type=kind)
+
+
 def read_bytes(path: str) -> bytes:
     with open_read(path) as f:
         return f.read()

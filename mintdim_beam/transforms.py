@@ -55,7 +55,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.utils.shared import Shared
 
-from . import blocks, indexes, layout, storage
+from . import blocks, errors, indexes, layout, storage
 from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
 from .config import BuildConfig
 from .cores import usable_cores
@@ -70,6 +70,9 @@ NAMESPACE = "mintdim"
 #: fixed before encoding, from the input's size, so that each encoder can spill its
 #: hashes already cut into the tasks' ranges (a task then needs no shuffle of its own).
 DUPLICATE_TASK_BYTES = 64 << 18
+#: Text bytes assumed per byte of a compressed input, to size its output's duplicate
+#: tasks before the input is read (a guess changes the work's split, never the output).
+COMPRESSION_RATIO = 4
 #: Duplicate group members rendered per write chunk of a duplicate task's file.
 DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
@@ -235,11 +238,26 @@ class _EncodeBlockFn(_StorageDoFn):
             encoder.reset()   # nothing left over from a failed bundle
 
     def process(self, ref: BlockRef):
-        # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
-        # later block of the bundle is processed, or in finish_bundle.
         spec = self._config.files[ref.file]
+        if storage.is_compressed(spec.path):
+            # One planned block: read from the start, in blocks cut as it goes.
+            self._bytes.inc(ref.end - ref.start)
+            for b, (start, end, lines) in enumerate(
+                    blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)):
+                yield from self._encode(BlockRef(ref.file, b, start, end), lines)
+            return
         lines, nbytes = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
         self._bytes.inc(nbytes)
+        found = blocks.looks_compressed(lines[0]) if ref.start == 0 and lines else None
+        if found is not None:
+            err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
+            yield BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
+            return
+        yield from self._encode(ref, lines)
+
+    def _encode(self, ref: BlockRef, lines: list):
+        # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
+        # later block of the bundle is processed, or in finish_bundle.
         encoder = self._encoder(ref.file)
         if not self._pipelined:
             yield self._spill(ref, encoder.encode_block(lines, file_start=ref.start == 0))
@@ -643,7 +661,9 @@ class UnitBuild(beam.PTransform):
         refs = blocks.plan_blocks(config)
         input_bytes = {o.index: 0 for o in config.outputs}
         for r in refs:
-            input_bytes[config.files[r.file].output] += r.end - r.start
+            path = config.files[r.file].path
+            input_bytes[config.files[r.file].output] += (r.end - r.start) * (
+                COMPRESSION_RATIO if storage.is_compressed(path) else 1)
         dup_tasks = {o: duplicate_tasks(n) for o, n in input_bytes.items()}
         summaries = (
             pbegin

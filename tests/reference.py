@@ -228,10 +228,35 @@ def _token_dtype(vocab_size):
 # --------------------------------------------------------------------------- records
 
 
+def _decompress(path, data):
+    """The content of a file whose name says it is compressed (by extension)."""
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+
+    name = path.lower()
+    if name.endswith(".gz"):
+        return gzip.decompress(data)
+    if name.endswith(".bz2"):
+        return bz2.decompress(data)
+    if name.endswith((".xz", ".lzma")):
+        return lzma.decompress(data)
+    if name.endswith(".deflate"):
+        return zlib.decompress(data)
+    if name.endswith((".zst", ".zstd")):
+        import io
+
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)).read()
+    return data
+
+
 def _read_lines(path):
     """Yield (line_number, raw_bytes) with the BOM of line 1 and a trailing \\r removed."""
     with open(path, "rb") as handle:
-        data = handle.read()
+        data = _decompress(path, handle.read())
     pieces = data.split(b"\n")
     if pieces and pieces[-1] == b"":
         pieces.pop()  # the text after the final newline is not a line
