@@ -261,8 +261,9 @@ class MintDimFileNotFoundError(MintDimError):
 class SourceParseError(MintDimError):
     """A non-blank JSONL line is not a JSON object.
 
-    `reason` is one of "invalid UTF-8", "invalid JSON syntax" or "JSON value is not an
-    object"; it is also the `reason` column of `bad_record_index.jsonl`.
+    `reason` is one of "invalid UTF-8", "invalid JSON syntax", "JSON nested deeper than
+    512 levels" or "JSON value is not an object"; it is also the `reason` column of
+    `bad_record_index.jsonl`.
     """
 
     def __init__(self, file: str, line: int, reason: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, starmap
@@ -52,9 +53,23 @@ _JSON_SPACE = " \t\n\r"
 # for the strings a template renders. Anything it refuses takes the standard decoder.
 _LOADS = orjson.loads
 _CONTAINERS = frozenset((dict, list))
-# Nesting the fast path leaves to the standard decoder, which refuses what exceeds the
-# interpreter's recursion limit (less the caller's stack), where orjson allows 1024 levels.
+#: The deepest nesting of arrays and objects a line may have (the object of the line is
+#: level 1). A deeper line is a bad record (``SourceParseError``, :data:`REASON_TOO_DEEP`),
+#: whichever runner, process or path reads it: the standard decoder recurses once per
+#: level and so refuses, at the interpreter's recursion limit less the caller's stack
+#: (about 980 levels in one process, fewer in a worker with a deeper stack), what another
+#: process accepts; orjson stops at 1024. The depth is measured without recursion
+#: (:func:`json_depth`) before either decoder sees the line; 512 leaves the standard
+#: decoder the rest of Python's default limit of 1000 for the caller's frames.
+MAX_JSON_DEPTH = 512
+REASON_TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+# Nesting the fast path leaves to the line-by-line path, to keep its check cheap.
 FAST_MAX_DEPTH = 128
+# JSON strings (valid or not: an unterminated one is left in place), and what is left
+# of a line once they are gone that is not a bracket.
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 
 
 @dataclass
@@ -151,7 +166,8 @@ class LineParser:
                     pass   # _parse names the line
             chars += len(line)
             vals = None
-            if type(line) is str and line[:1] == "{" and not (file_start and local_line == 0):
+            if (type(line) is str and line[:1] == "{" and not (file_start and local_line == 0)
+                    and not _too_deep(line)):
                 try:
                     obj, end = scan(line, 0)
                     if end == len(line) or not line[end:].strip(_JSON_SPACE):
@@ -160,7 +176,7 @@ class LineParser:
                             if type(v) is not str:
                                 vals = None
                                 break
-                except (StopIteration, KeyError, ValueError, TypeError, RecursionError):
+                except (StopIteration, KeyError, ValueError, TypeError):
                     vals = None
                 if vals is not None:
                     empty_names = ()
@@ -213,8 +229,8 @@ class LineParser:
         """
         try:
             objs = list(map(_LOADS, chunk))
-            # dict.values refuses a line that is not an object; deep nesting is left to
-            # the standard decoder, whose limit is lower than orjson's.
+            # dict.values refuses a line that is not an object; a line nesting deeper
+            # than FAST_MAX_DEPTH goes line by line, where MAX_JSON_DEPTH is checked.
             if not _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))):
                 if not all(map(_shallow, objs)):
                     return None
@@ -259,9 +275,11 @@ class LineParser:
             line = line[1:]
         if not line.strip():
             return None
+        if _too_deep(line):
+            return self._error(local_line, errors.SourceParseError, REASON_TOO_DEEP)
         try:
             obj = _DECODER.decode(line)
-        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+        except ValueError:
             return self._error(local_line, errors.SourceParseError, "invalid JSON syntax")
         if not isinstance(obj, dict):
             return self._error(local_line, errors.SourceParseError, "JSON value is not an object")
@@ -285,6 +303,22 @@ class LineParser:
 
     def _error(self, local_line, cls, reason) -> _Parsed:
         return _Parsed(error=cls(file=self.spec.path, line=local_line, reason=reason))
+
+
+def json_depth(text: str) -> int:
+    """How deep arrays and objects nest in JSON ``text`` (0 for a scalar), without recursion.
+
+    Brackets inside strings do not count. On text that is not valid JSON the answer is
+    still a pure function of the text, so a line is judged alike everywhere.
+    """
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    return max(accumulate(map(_STEP, brackets)), default=0)
+
+
+def _too_deep(line: str) -> bool:
+    """Whether ``line`` nests deeper than :data:`MAX_JSON_DEPTH`; the exact depth is only
+    measured when the line holds that many opening brackets at all."""
+    return line.count("[") + line.count("{") > MAX_JSON_DEPTH and json_depth(line) > MAX_JSON_DEPTH
 
 
 def _shallow(obj) -> bool:

@@ -278,6 +278,31 @@ def _render_value(value):
     raise TypeError("arrays and objects are not renderable")
 
 
+MAX_JSON_DEPTH = 512  # docs/decisions.md: a line nesting deeper is a SourceParseError
+
+
+def _nesting_depth(text):
+    """Deepest nesting of arrays and objects, brackets inside strings not counted."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def _parse_record(raw, declared_fields):
     """Return ("blank", None) | ("bad", (error, reason)) | ("ok", rendered values dict)."""
     try:
@@ -286,9 +311,12 @@ def _parse_record(raw, declared_fields):
         return "bad", ("SourceParseError", "invalid UTF-8")
     if text.strip() == "":
         return "blank", None
+    openers = text.count("[") + text.count("{")   # an upper bound of the depth
+    if openers > MAX_JSON_DEPTH and _nesting_depth(text) > MAX_JSON_DEPTH:
+        return "bad", ("SourceParseError", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+    except ValueError:
         return "bad", ("SourceParseError", "invalid JSON syntax")
     if not isinstance(obj, dict):
         return "bad", ("SourceParseError", "JSON value is not an object")

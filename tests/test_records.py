@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
-from conftest import TESTDATA, write_jsonl
-from mintdim_beam import pipeline, records, sample_lines
+from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, build_and_compare, run_pipeline,
+                      write_jsonl)
+from mintdim_beam import errors, pipeline, records, sample_lines
 from mintdim_beam.block_result import BAD, OK, BlockResult
 from mintdim_beam.repeat_cache import RepeatCache
 from mintdim_beam.blocks import plan_blocks, read_block_lines
@@ -280,3 +282,109 @@ def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatc
         ok = [int(x) for x in fast.local_line[fast.status == OK]]
         for line in (3, 5, 7, 11, 13, 19, 25, 31):
             assert line in ok
+
+
+# ------------------------------------------------------------------ the JSON nesting limit
+
+LIMIT = sample_lines.MAX_JSON_DEPTH
+TOO_DEEP = ("SourceParseError", f"JSON nested deeper than {LIMIT} levels")
+
+
+def _deep_line(depth: int, name: str) -> str:
+    """A line of one sample whose arrays and objects nest ``depth`` levels (the line's
+    object is level 1), alternating arrays and objects."""
+    inner = "1"
+    for k in range(depth - 1):
+        inner = f"[{inner}, 2]" if k % 2 else f'{{"k": {inner}}}'
+    return f'{{"q": "{name}", "a": "depth {depth}", "n": {inner}}}'
+
+
+# depth -> a sample (True) or a bad record; brackets inside strings do not count.
+_DEPTHS = {LIMIT - 1: True, LIMIT: True, LIMIT + 1: False, 700: False, 980: False, 1024: False, 1030: False}
+_BRACKETS_IN_STRINGS = '{"q": "%s", "a": "\\"%s"}' % ("[" * 700, "{" * 700)
+
+
+def _nesting_rows() -> list:
+    rows = [{"q": "first", "a": "plain"}]
+    for depth in _DEPTHS:
+        rows.append(_deep_line(depth, f"d{depth}"))
+        rows.append({"q": f"after {depth}", "a": "plain"})
+    rows.append(_BRACKETS_IN_STRINGS)
+    return rows
+
+
+def _in_deeper_stack(frames: int, work):
+    """``work()`` called ``frames`` Python frames deeper, as a worker process calls it."""
+    return work() if frames == 0 else _in_deeper_stack(frames - 1, work)
+
+
+def test_json_nesting_limit_is_the_same_in_every_stack(tmp_path):
+    """A line nesting deeper than MAX_JSON_DEPTH is a bad record whose reason names the
+    limit, and one at the limit a sample, however deep the caller's stack (a worker
+    process's is deeper than the launcher's): the standard decoder alone accepts about
+    980 levels in a shallow stack and fewer in a deep one."""
+    path = write_jsonl(tmp_path / "deep.jsonl", _nesting_rows())
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=["{q}\n{a}"])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8, 16, 32]], build_batch=[4])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10])
+              .config(on_overflow="extend", on_bad_record="skip"))
+    with open(TOKENIZER, "rb") as f:
+        tok = load_tokenizer("sentencepiece", TOKENIZER, f.read(), threads=1)
+    lines = read_block_lines(path, 0, 1 << 30, decode=False)[0]
+    results = []
+    for frames in (0, 150, 300):
+        encoder = records.BlockEncoder(config.files[0], tok, config.policies, encode_threads=frames // 150)
+        results.append(_in_deeper_stack(frames, lambda: encoder.encode_block(lines, file_start=True)))
+    for res in results[1:]:
+        _same(results[0], res)
+    res = results[0]
+    status = dict(zip(res.local_line.tolist(), res.status.tolist()))
+    bad = {int(res.local_line[s]): reason for s, reason in res.bad.items()}
+    for k, (depth, ok) in enumerate(_DEPTHS.items()):
+        line = 1 + 2 * k
+        assert status[line] == (OK if ok else BAD), depth
+        assert bad.get(line) == (None if ok else TOO_DEEP), depth
+        assert status[line + 1] == OK
+    assert status[len(lines) - 1] == OK          # 1,400 brackets, all inside strings
+    assert len(bad) == sum(not ok for ok in _DEPTHS.values())
+
+
+def test_json_depth_counts_brackets_outside_strings_only():
+    assert sample_lines.json_depth('"[[["') == 0
+    assert sample_lines.json_depth('{"a": "\\"[", "b": [[{"c": "]]"}]]}') == 4
+    assert sample_lines.json_depth('{"a": "\\\\", "b": [[]]}') == 3      # an escaped backslash ends there
+    assert sample_lines.json_depth(_deep_line(LIMIT + 1, "x")) == LIMIT + 1
+    assert sample_lines.json_depth(_BRACKETS_IN_STRINGS) == 1
+
+
+_NESTING_JOB = dict(fields=[["q", "a"]], templates=["{q}\n{a}"], tokenizer_kind="sentencepiece",
+                    tokenizer_files=[TOKENIZER], sizes=[[8, 16, 32]], samples_per_shard=[4],
+                    on_overflow="extend", block_size=2048)
+_MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+
+
+def test_json_nesting_limit_gives_one_dataset_on_every_runner(tmp_path):
+    """In memory and in worker processes, lines past the limit are the same bad records
+    (the reference implementation's), and the published bytes are identical."""
+    path = write_jsonl(tmp_path / "deep.jsonl", _nesting_rows() * 3)
+    job = dict(files=[path], on_bad_record="skip", **_NESTING_JOB)
+    build_and_compare(tmp_path, output_dirs="memory", **job)
+    run_pipeline(output_dirs=str(tmp_path / "multi"), options=_MULTI, **job)
+    assert_same_outputs(tmp_path / "memory", tmp_path / "multi")
+    rows = [json.loads(r) for r in (tmp_path / "multi" / "bad_record_index.jsonl").read_text().splitlines()]
+    assert [(r["source_line"], r["error"], r["reason"]) for r in rows] == [
+        (2 + 2 * k + (2 * len(_DEPTHS) + 2) * copy, *TOO_DEEP)   # source lines count from 1
+        for copy in range(3) for k, ok in enumerate(_DEPTHS.values()) if not ok]
+
+
+@pytest.mark.parametrize("options", [None, _MULTI])
+def test_a_line_past_the_json_nesting_limit_fails_the_build_under_abort(tmp_path, options):
+    rows = [{"q": "first", "a": "plain"}, _deep_line(LIMIT, "at"), _deep_line(LIMIT + 1, "past"),
+            {"q": "last", "a": "plain"}]
+    path = write_jsonl(tmp_path / "deep.jsonl", rows)
+    with pytest.raises(errors.SourceParseError) as caught:
+        run_pipeline(files=[path], output_dirs=str(tmp_path / "out"), options=options, **_NESTING_JOB)
+    text = str(caught.value)
+    assert "[english] SourceParseError" in text and "[vietnam] SourceParseError" in text
+    assert f"{path}" in text and "Line: 3" in text and f"Reason: JSON nested deeper than {LIMIT} levels" in text
+    assert_nothing_published(tmp_path / "out")
