@@ -12,11 +12,22 @@ samples costs tens of bytes per sample, and a lookup is one ``searchsorted``.
 
 Records are decoded with :mod:`mintdim_beam.shard_format`, the codec the writer uses,
 so the reader can never disagree with the build on the layout.
+
+The reader must never hand out tokens that are not what the build wrote. A record has
+no checksum of its own, but the directory already says a lot about it: the magic and
+pad id (``length_field.json``), the vocabulary size (``manifest.json``), its sample's
+token count and empty fields (``sample_index.jsonl``), and its place (records of a
+unit are in ascending sample_id, so a row's rank among its unit's ids fixes its shard
+and record). Every read checks all of them, with numpy over whole batches when reading
+in bulk, and raises :class:`ReaderError` naming the shard, record and sample that
+disagree. A changed token that keeps all of that consistent is found by ``verify``,
+which compares every file with the sha256 the manifest records.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import posixpath
 import re
@@ -36,10 +47,21 @@ IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 _DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}
 _SHARD_PATH = re.compile(r"^unit_(\d+)/shard_(\d+)\.bin$")
 _REMOTE_SHARDS_CACHED = 4
+_CHECK_SLOTS = 1 << 22         # slots checked at once when reading in bulk (8-16 MiB)
 
 
 class ReaderError(Exception):
-    """The directory is not a readable, consistent mintdim output."""
+    """The directory is not a readable, consistent mintdim output.
+
+    A record that disagrees with the index or the manifest says where: ``shard`` (the
+    shard path relative to the directory), ``record`` and ``sample_id`` (None when
+    unknown), and the message names what disagrees.
+    """
+
+    def __init__(self, message: str, *, shard: Optional[str] = None, record: Optional[int] = None,
+                 sample_id: Optional[int] = None):
+        super().__init__(message)
+        self.shard, self.record, self.sample_id = shard, record, sample_id
 
 
 # --------------------------------------------------------------------------- storage
@@ -399,16 +421,108 @@ class Sample:
         return np.concatenate(parts) if parts else self.record[:0]
 
 
+# --------------------------------------------------------------------------- record checks
+
+
+class RecordBatch(NamedTuple):
+    """Consecutive records of one shard, checked, with the samples they hold.
+
+    ``records`` is ``(k, slots)``: magic, the segment lengths, the padded payload;
+    ``sample_ids[j]`` is the sample of ``records[j]``, at ``first_record + j`` of
+    ``shard_path``. Locally ``records`` is a view of the memory-mapped shard.
+    """
+
+    unit: int
+    shard_path: str
+    first_record: int
+    sample_ids: np.ndarray
+    records: np.ndarray
+    n_segments: int
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """``(k, n_segments)`` segment lengths (int64)."""
+        return self.records[:, 1:1 + self.n_segments].astype(np.int64)
+
+    @property
+    def token_counts(self) -> np.ndarray:
+        return self.lengths.sum(axis=1)
+
+    def payload(self, j: int) -> np.ndarray:
+        """The written tokens of record ``j`` (no padding)."""
+        start = 1 + self.n_segments
+        return self.records[j, start:start + int(self.token_counts[j])]
+
+
+def record_problem(meta: Metadata, unit: int, records: np.ndarray, token_counts: Optional[np.ndarray] = None,
+                   empty: Optional[np.ndarray] = None) -> Optional[tuple[int, str]]:
+    """The first of ``records`` (``(k, slots)``) that disagrees with what is known of it.
+
+    Checked, all at once with numpy: the magic; the segment lengths against the unit,
+    against ``token_counts`` (sample_index.jsonl's, when given) and against ``empty``
+    (``(k, n_segments)`` booleans: segments of fields listed in ``empty_fields``, which
+    hold no token); token ids below the manifest's vocabulary size; the pad id in every
+    slot after the written tokens. Returns ``(j, what disagrees)``, or None.
+    """
+    k = records.shape[0]
+    if k == 0:
+        return None
+    n = meta.n_segments
+    lengths = records[:, 1:1 + n].astype(np.int64)
+    total = lengths.sum(axis=1)
+    payload = records[:, 1 + n:]
+    written = np.arange(unit)[None, :] < np.minimum(total, unit)[:, None]
+    checks = [
+        (records[:, 0] != meta.magic, lambda j: f"magic is {int(records[j, 0]):#x}, expected {meta.magic:#x}"),
+        (total > unit, lambda j: f"segment lengths {lengths[j].tolist()} sum to {int(total[j])} > unit size {unit}"),
+    ]
+    if token_counts is not None:
+        checks.append((total != token_counts, lambda j: (
+            f"segment lengths {lengths[j].tolist()} sum to {int(total[j])}, {SAMPLE_INDEX} says token_count "
+            f"{int(token_counts[j])}")))
+    if empty is not None:
+        filled = (lengths != 0) & empty
+        checks.append((filled.any(axis=1), lambda j: (
+            "segment " + ", ".join(f"{s} ({meta.sequence_template[s]}) holds {int(lengths[j, s])} tokens"
+                                   for s in np.nonzero(filled[j])[0].tolist())
+            + f", but {SAMPLE_INDEX} lists it in empty_fields")))
+    if meta.vocab_size is not None:
+        over = (payload >= meta.vocab_size) & written
+        checks.append((over.any(axis=1), lambda j: (
+            f"token id {int(payload[j, np.argmax(over[j])])} at payload position {int(np.argmax(over[j]))} is >= "
+            f"the vocabulary size {meta.vocab_size} ({MANIFEST})")))
+    dirty = (payload != meta.pad_id) & ~written
+    checks.append((dirty.any(axis=1), lambda j: (
+        f"payload slot {int(np.argmax(dirty[j]))} holds {int(payload[j, np.argmax(dirty[j])])} after the "
+        f"{int(total[j])} written tokens, expected the pad id {meta.pad_id}")))
+    bad = np.zeros(k, bool)
+    for mask, _ in checks:
+        bad |= mask
+    if not bad.any():
+        return None
+    j = int(np.argmax(bad))
+    return j, "; ".join(describe(j) for mask, describe in checks if mask[j])
+
+
 # --------------------------------------------------------------------------- the reader
 
 
 class OutputReader:
-    """An opened output directory.
+    """An opened output directory: a map-style dataset of its written samples.
 
-    ``reader.sample(sample_id)`` returns a :class:`Sample`; ``reader.iter_unit(size)``
-    walks a unit's records in shard order (ascending sample_id); iterating the reader
-    walks every sample in sample_id order; ``reader.causal_lm()`` is a map-style
-    dataset for a training loop.
+    ``len(reader)`` is the number of written samples and ``reader[i]`` the ``i``-th of
+    them in ascending sample_id (``reader[-1]`` the last; a slice gives a list): sample
+    ids have gaps where lines were bad or skipped, so ``i`` is a position, and
+    ``reader.sample_ids[i]`` the id at that position. ``reader.sample(sample_id)``
+    looks a sample up by id. ``reader.iter_unit(size)`` walks a unit's records in shard
+    order, ``reader.batches(size)`` gives them as checked arrays, and
+    ``reader.causal_lm()`` is the training view.
+
+    Every record is checked as it is read (:func:`record_problem`, plus its place:
+    records of a unit are in ascending sample_id), and a disagreement raises
+    :class:`ReaderError` naming the shard, the record and the sample. The reader
+    pickles without its memory maps, which each process opens on first use, so it can
+    be handed to ``DataLoader`` worker processes.
     """
 
     def __init__(self, path: str, mmap: bool = True, index: Optional[SampleIndex] = None):
@@ -420,6 +534,14 @@ class OutputReader:
         if index is not None:  # an index the caller already parsed (verify does)
             self._set_index(index)
         self._shards: "OrderedDict[str, np.ndarray]" = OrderedDict()
+        self._pid = os.getpid()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_shards"] = OrderedDict()     # memory maps are per process, opened again on use
+        if "_empty_segments" in state:
+            state["_empty_segments"] = {}    # a cache
+        return state
 
     # metadata shortcuts
     @property
@@ -438,6 +560,7 @@ class OutputReader:
         """A summary file of the directory (``stats.json``, ``histogram.json``, ...)."""
         return read_json(join(self.path, name))
 
+    # the index
     @property
     def index(self) -> SampleIndex:
         if self._index is None:
@@ -449,7 +572,22 @@ class OutputReader:
         return self._index
 
     def _set_index(self, index: SampleIndex) -> None:
-        self._order = None if index.sorted else np.argsort(index.sample_id, kind="stable")
+        """Keep ``index`` with what checking its rows needs: the ascending-id order, and
+        each row's rank among its unit's samples (where its record must be)."""
+        order = None if index.sorted else np.argsort(index.sample_id, kind="stable")
+        ids = index.sample_id if order is None else index.sample_id[order]
+        same = np.nonzero(ids[1:] == ids[:-1])[0] if len(ids) > 1 else np.zeros(0, np.int64)
+        if len(same):
+            rows = (order[same[0]], order[same[0] + 1]) if order is not None else (same[0], same[0] + 1)
+            raise ReaderError(f"{self.path}: {SAMPLE_INDEX} lines {int(index.row_line[rows[0]])} and "
+                              f"{int(index.row_line[rows[1]])} both describe sample {int(ids[same[0]])}")
+        by_unit = np.lexsort((index.sample_id, index.unit))
+        sizes, first, counts = np.unique(index.unit[by_unit], return_index=True, return_counts=True)
+        rank = np.empty(len(index), np.int64)
+        rank[by_unit] = np.arange(len(index), dtype=np.int64) - np.repeat(first, counts)
+        self._order, self._rank = order, rank
+        self._unit_samples = dict(zip(sizes.tolist(), counts.tolist()))
+        self._empty_segments = {}
         self._index = index
 
     def __len__(self) -> int:
@@ -461,8 +599,15 @@ class OutputReader:
         ids = self.index.sample_id
         return ids if self._order is None else ids[self._order]
 
+    @property
+    def rows_by_id(self) -> np.ndarray:
+        """Index rows in ascending sample_id (``reader[i]`` is row ``rows_by_id[i]``)."""
+        n = len(self.index)
+        return np.arange(n, dtype=np.int64) if self._order is None else self._order
+
     def row_of(self, sample_id: int) -> int:
         """Row of ``sample_id`` in the index; KeyError for a sample with no shard record."""
+        sample_id = _as_int(sample_id, "sample_id")
         ids = self.sample_ids      # loads the index (and its sort order) on first use
         k = int(np.searchsorted(ids, sample_id))
         if k >= len(ids) or ids[k] != sample_id:
@@ -471,7 +616,10 @@ class OutputReader:
 
     # shards
     def shard_records(self, unit: int, shard: int) -> np.ndarray:
-        """All records of one shard as an ``(records, slots)`` array (memory-mapped locally)."""
+        """All records of one shard as an ``(records, slots)`` array (memory-mapped locally),
+        unchecked: :meth:`batches` gives them checked."""
+        if self._pid != os.getpid():     # a forked worker: its parent's maps stay with the parent
+            self._shards, self._pid = OrderedDict(), os.getpid()
         rel = self.meta.shard_path(unit, shard)
         cached = self._shards.get(rel)
         if cached is not None:
@@ -483,10 +631,10 @@ class OutputReader:
         try:
             size = file_size(full)
         except (FileNotFoundError, IndexError):
-            raise ReaderError(f"{rel}: shard file not found in {self.path}") from None
+            raise ReaderError(f"{self.path}: {rel}: shard file not found") from None
         if size % record_bytes:
-            raise ReaderError(f"{rel}: {size} bytes is not a whole number of {record_bytes}-byte records "
-                              f"(truncated or corrupt shard)")
+            raise ReaderError(f"{self.path}: {rel}: {size} bytes is not a whole number of {record_bytes}-byte "
+                              f"records (truncated or corrupt shard)")
         if size == 0:
             arr = np.zeros((0, slots), self.meta.dtype)
         elif self._mmap:
@@ -506,46 +654,125 @@ class OutputReader:
             k += 1
         return k
 
+    def _indexed_shard(self, unit: int, shard: int) -> np.ndarray:
+        """A shard's records, after checking it holds as many as the index places there."""
+        recs = self.shard_records(unit, shard)
+        sps = self.meta.samples_per_shard
+        want = min(sps, self._unit_samples.get(unit, 0) - shard * sps)
+        if recs.shape[0] != want:
+            raise ReaderError(
+                f"{self.path}: {self.meta.shard_path(unit, shard)} holds {recs.shape[0]} records, but "
+                f"{SAMPLE_INDEX} places {max(want, 0)} there ({self._unit_samples.get(unit, 0)} samples in unit "
+                f"{unit}, {sps} per shard)")
+        return recs
+
     def record(self, unit: int, shard: int, record: int) -> np.ndarray:
-        """One record's slots, after checking its magic and header."""
+        """One record's slots, after the checks that need no index row (magic, lengths
+        within the unit, token ids, pad tail)."""
         recs = self.shard_records(unit, shard)
         rel = self.meta.shard_path(unit, shard)
         if not 0 <= record < recs.shape[0]:
-            raise ReaderError(f"{rel}: record {record} out of range (shard holds {recs.shape[0]} records)")
+            raise ReaderError(f"{self.path}: {rel} record {record} out of range (shard holds {recs.shape[0]} records)")
         rec = recs[record]
-        if int(rec[0]) != self.meta.magic:
-            raise ReaderError(f"{rel} record {record}: magic is {int(rec[0]):#x}, expected {self.meta.magic:#x}")
-        total = int(rec[1:1 + self.meta.n_segments].astype(np.int64).sum())
-        if total > unit:
-            raise ReaderError(f"{rel} record {record}: header lengths sum to {total} > unit size {unit}")
+        found = record_problem(self.meta, unit, rec[None, :])
+        if found is not None:
+            raise ReaderError(f"{self.path}: {rel} record {record}: {found[1]}", shard=rel, record=record)
+        return rec
+
+    def _empty(self, rows: np.ndarray) -> Optional[np.ndarray]:
+        """``(len(rows), n_segments)``: the segments of each row's ``empty_fields``."""
+        ix = self.index
+        if not ix.empty_fields:
+            return None
+        out = np.zeros((len(rows), self.meta.n_segments), bool)
+        for j, row in enumerate(rows.tolist()):
+            names = ix.empty_fields.get(row)
+            if names:
+                key = tuple(names)
+                mask = self._empty_segments.get(key)
+                if mask is None:
+                    mask = self._empty_segments[key] = np.isin(np.asarray(self.sequence_template), list(names))
+                out[j] = mask
+        return out
+
+    def _raise_record(self, row: int, problem: str) -> None:
+        ix = self.index
+        rel = self.meta.shard_path(int(ix.unit[row]), int(ix.shard[row]))
+        sid = int(ix.sample_id[row])
+        raise ReaderError(f"{self.path}: {rel} record {int(ix.record[row])} (sample {sid}, {SAMPLE_INDEX} line "
+                          f"{int(ix.row_line[row])}): {problem}", shard=rel, record=int(ix.record[row]), sample_id=sid)
+
+    def _check_place(self, rows: np.ndarray) -> None:
+        """Each row's record is where its rank among its unit's sample ids puts it."""
+        ix = self.index
+        sps = self.meta.samples_per_shard
+        place = ix.shard[rows].astype(np.int64) * sps + ix.record[rows]
+        wrong = np.nonzero(place != self._rank[rows])[0]
+        if len(wrong):
+            row = int(rows[wrong[0]])
+            unit, rank = int(ix.unit[row]), int(self._rank[row])
+            shard, record = divmod(rank, sps)
+            self._raise_record(row, (
+                f"records of unit {unit} are in ascending sample_id, so sample {int(ix.sample_id[row])} (number "
+                f"{rank} of the unit) belongs at {self.meta.shard_path(unit, shard)} record {record}; the index "
+                f"row points elsewhere (rows swapped or edited)"))
+
+    def record_at_row(self, row: int) -> np.ndarray:
+        """The record of index row ``row``, checked against the row (token count, empty
+        fields, place in the unit) and the manifest (magic, vocabulary, pad id)."""
+        ix = self.index
+        rows = np.asarray([row], np.int64)
+        self._check_place(rows)
+        unit, shard, rec_no = int(ix.unit[row]), int(ix.shard[row]), int(ix.record[row])
+        recs = self._indexed_shard(unit, shard)
+        rec = recs[rec_no]
+        found = record_problem(self.meta, unit, rec[None, :], ix.token_count[rows], self._empty(rows))
+        if found is not None:
+            self._raise_record(row, found[1])
         return rec
 
     # samples
-    def sample_at_row(self, row: int) -> Sample:
-        """The sample of one index row (rows are in sample_index.jsonl order)."""
+    def _sample(self, row: int, rec: np.ndarray) -> Sample:
         ix = self.index
-        unit, shard, rec_no = int(ix.unit[row]), int(ix.shard[row]), int(ix.record[row])
-        rec = self.record(unit, shard, rec_no)
+        unit, shard = int(ix.unit[row]), int(ix.shard[row])
         return Sample(
             sample_id=int(ix.sample_id[row]), unit_size=unit, shard_path=self.meta.shard_path(unit, shard),
-            shard_record=rec_no, source_file=ix.files[int(ix.file[row])], source_line=int(ix.line[row]),
-            hash=ix.hash(row), empty_fields=ix.empty_fields.get(row, ()), record=rec,
-            sequence_template=self.sequence_template,
+            shard_record=int(ix.record[row]), source_file=ix.files[int(ix.file[row])],
+            source_line=int(ix.line[row]), hash=ix.hash(row), empty_fields=ix.empty_fields.get(row, ()),
+            record=rec, sequence_template=self.sequence_template,
         )
 
+    def sample_at_row(self, row: int) -> Sample:
+        """The sample of one index row (rows are in sample_index.jsonl order), checked."""
+        return self._sample(row, self.record_at_row(row))
+
     def sample(self, sample_id: int) -> Sample:
-        """The sample written for ``sample_id``."""
-        return self.sample_at_row(self.row_of(int(sample_id)))
+        """The sample written for ``sample_id`` (an integer: TypeError otherwise)."""
+        return self.sample_at_row(self.row_of(sample_id))
+
+    def __getitem__(self, i):
+        """``reader[i]``: the ``i``-th written sample in ascending sample_id; a slice
+        gives a list of them."""
+        if isinstance(i, slice):
+            return [self.sample_at_row(int(r)) for r in self.rows_by_id[i].tolist()]
+        i = _as_int(i, "index")
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample position {i} out of range: {self.path} holds {n} samples "
+                             f"(use .sample(sample_id) to look a sample up by id)")
+        return self.sample_at_row(int(self.rows_by_id[i]))
 
     def sample_at(self, shard_path: str, record: int) -> Sample:
         """The sample stored at ``record`` of ``shard_path`` (relative to the directory).
 
-        A record that no index row points to still decodes, with ``sample_id`` None.
+        A record that no index row points to still decodes (after the checks that need
+        no row), with ``sample_id`` None.
         """
         m = _SHARD_PATH.match(shard_path.replace(os.sep, "/"))
         if m is None:
             raise ReaderError(f"{shard_path}: not a shard path (unit_<size>/shard_NNNNNN.bin)")
         unit, shard = int(m.group(1)), int(m.group(2))
+        record = _as_int(record, "record")
         ix = self.index
         hits = np.nonzero((ix.unit == unit) & (ix.shard == shard) & (ix.record == record))[0]
         if len(hits):
@@ -555,32 +782,57 @@ class OutputReader:
                       self.sequence_template)
 
     def unit_rows(self, unit: int) -> np.ndarray:
-        """Index rows of ``unit`` in record order (which is ascending sample_id)."""
+        """Index rows of ``unit`` in ascending sample_id (which is record order)."""
         ix = self.index
         rows = np.nonzero(ix.unit == unit)[0]
-        pos = ix.positions(self.meta.samples_per_shard)[rows]
-        return rows[np.argsort(pos, kind="stable")]
+        return rows[np.argsort(self._rank[rows], kind="stable")]
 
-    def iter_unit(self, unit: int) -> Iterator[Sample]:
-        """Every sample of ``unit`` in shard and record order."""
+    def batches(self, unit: int, max_records: Optional[int] = None) -> Iterator[RecordBatch]:
+        """Every record of ``unit`` in shard order, as checked :class:`RecordBatch` es of
+        at most ``max_records`` records (default: about 4M slots) from one shard each.
+
+        The fast path for bulk readers (exports): each batch is checked with numpy in
+        one go, against the index rows of its samples and the manifest.
+        """
         if unit not in self.unit_sizes:
             raise ReaderError(f"no unit {unit} in {self.path}; units: {list(self.unit_sizes)}")
-        for row in self.unit_rows(unit).tolist():
-            yield self.sample_at_row(row)
+        rows = self.unit_rows(unit)
+        self._check_place(rows)
+        ix = self.index
+        sps = self.meta.samples_per_shard
+        step = max_records or max(1, _CHECK_SLOTS // self.meta.slots(unit))
+        for shard in range(-(-len(rows) // sps)):
+            recs = self._indexed_shard(unit, shard)
+            for start in range(0, recs.shape[0], step):
+                mine = rows[shard * sps + start:shard * sps + start + min(step, recs.shape[0] - start)]
+                chunk = recs[start:start + len(mine)]
+                found = record_problem(self.meta, unit, chunk, ix.token_count[mine], self._empty(mine))
+                if found is not None:
+                    self._raise_record(int(mine[found[0]]), found[1])
+                yield RecordBatch(unit, self.meta.shard_path(unit, shard), start, ix.sample_id[mine], chunk,
+                                  self.meta.n_segments)
+        if self.shard_count(unit) > -(-len(rows) // sps):
+            extra = self.meta.shard_path(unit, -(-len(rows) // sps))
+            raise ReaderError(f"{self.path}: {extra} exists, but {SAMPLE_INDEX} places none of unit {unit}'s "
+                              f"{len(rows)} samples there")
+
+    def iter_unit(self, unit: int) -> Iterator[Sample]:
+        """Every sample of ``unit`` in shard and record order (checked a batch at a time)."""
+        rows = self.unit_rows(unit) if unit in self.unit_sizes else None
+        done = 0
+        for batch in self.batches(unit):
+            for j in range(len(batch.sample_ids)):
+                yield self._sample(int(rows[done + j]), batch.records[j])
+            done += len(batch.sample_ids)
 
     def unit_arrays(self, unit: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(sample_ids, records)`` per shard of ``unit``: the fast path for bulk readers."""
-        rows = self.unit_rows(unit)
-        ix = self.index
-        for k in range(self.shard_count(unit)):
-            recs = self.shard_records(unit, k)
-            mine = rows[ix.shard[rows] == k]
-            yield ix.sample_id[mine][np.argsort(ix.record[mine])], recs
+        """``(sample_ids, records)`` of each :meth:`batches` batch of ``unit``."""
+        for batch in self.batches(unit):
+            yield batch.sample_ids, batch.records
 
     def __iter__(self) -> Iterator[Sample]:
         """Every written sample in ascending sample_id."""
-        order = range(len(self.index)) if self._order is None else self._order.tolist()
-        for row in order:
+        for row in self.rows_by_id.tolist():
             yield self.sample_at_row(row)
 
     def causal_lm(self, units: Optional[Sequence[int]] = None, loss_segments: Optional[Sequence[str]] = None,
@@ -589,174 +841,20 @@ class OutputReader:
                                return_tensors=return_tensors)
 
 
+def _as_int(value, what: str) -> int:
+    """``value`` as an int; TypeError for floats, strings and booleans (numpy ints pass)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None
+
+
 def open_output(path: str, mmap: bool = True) -> OutputReader:
     """Open an output directory (local or any Beam filesystem path)."""
     return OutputReader(path, mmap=mmap)
 
 
-# --------------------------------------------------------------------------- training view
-
-
-def segment_mask(lengths: np.ndarray, sequence_template: Sequence[str], names: Iterable[str],
-                 width: int) -> np.ndarray:
-    """Boolean ``(..., width)`` mask of payload positions inside the named segments.
-
-    ``lengths`` are the header lengths, ``(n_segments,)`` for one record or
-    ``(records, n_segments)`` for many: e.g. ``names=["output"]`` puts the loss on the
-    answer only.
-    """
-    names = set(names)
-    unknown = names - set(sequence_template)
-    if unknown:
-        raise KeyError(f"no segment named {sorted(unknown)}; segments: {list(sequence_template)}")
-    lengths = np.asarray(lengths, dtype=np.int64)
-    ends = np.cumsum(lengths, axis=-1)
-    starts = ends - lengths
-    pos = np.arange(width)
-    mask = np.zeros(lengths.shape[:-1] + (width,), dtype=bool)
-    for j, name in enumerate(sequence_template):
-        if name in names:
-            mask |= (pos >= starts[..., j, None]) & (pos < ends[..., j, None])
-    return mask
-
-
-def causal_lm_arrays(record: np.ndarray, n_segments: int, unit: int, pad_id: int,
-                     loss_mask: Optional[np.ndarray] = None, shift: bool = True) -> dict:
-    """``input_ids``, ``labels`` and ``attention_mask`` of one record, in numpy.
-
-    With ``shift`` (the default) ``labels[i]`` is the token at ``i + 1`` (the target of
-    position ``i``), so the labels feed a loss directly; pass ``shift=False`` for models
-    that shift internally (Hugging Face), which get ``labels == input_ids``. Padding, and
-    tokens outside ``loss_mask``, are ``-100`` in the labels; padding is False in the mask.
-    """
-    lengths = record[1:1 + n_segments].astype(np.int64)
-    count = int(lengths.sum())
-    input_ids = record[1 + n_segments:1 + n_segments + unit].astype(np.int64)
-    attention = np.arange(unit) < count
-    target_ok = attention if loss_mask is None else attention & loss_mask
-    labels = np.full(unit, IGNORE_INDEX, dtype=np.int64)
-    if shift:
-        labels[:-1] = np.where(target_ok[1:], input_ids[1:], IGNORE_INDEX)
-    else:
-        labels = np.where(target_ok, input_ids, IGNORE_INDEX)
-    return {"input_ids": input_ids, "labels": labels, "attention_mask": attention}
-
-
-class CausalLMDataset:
-    """Map-style dataset of training items, in ascending sample_id.
-
-    ``dataset[i]`` is ``{"input_ids", "labels", "attention_mask"}``, each of the
-    sample's unit width, so items of one unit stack without collation work. Give
-    ``units=[size]`` for a plain ``DataLoader(dataset, batch_size=...)``, or keep every
-    unit and pass ``batch_sampler=dataset.batch_sampler(batch_size)`` so that each batch
-    holds one unit. ``return_tensors="pt"`` imports torch (only then) and returns tensors.
-    """
-
-    def __init__(self, reader: OutputReader, units: Optional[Sequence[int]] = None,
-                 loss_segments: Optional[Sequence[str]] = None, shift: bool = True,
-                 return_tensors: Optional[str] = None):
-        if return_tensors not in (None, "np", "pt"):
-            raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
-        self._torch = None
-        if return_tensors == "pt":
-            try:
-                import torch
-            except ImportError:
-                raise ImportError("return_tensors='pt' needs PyTorch: pip install torch") from None
-            self._torch = torch
-        self.reader = reader
-        self.loss_segments = tuple(loss_segments) if loss_segments is not None else None
-        if self.loss_segments is not None:
-            unknown = set(self.loss_segments) - set(reader.sequence_template)
-            if unknown:
-                raise KeyError(f"no segment named {sorted(unknown)}; segments: {list(reader.sequence_template)}")
-        self.shift = shift
-        ix = reader.index
-        rows = np.arange(len(ix)) if reader._order is None else reader._order
-        if units is not None:
-            missing = set(units) - set(reader.unit_sizes)
-            if missing:
-                raise ReaderError(f"no unit {sorted(missing)} in {reader.path}; units: {list(reader.unit_sizes)}")
-            rows = rows[np.isin(ix.unit[rows], np.asarray(list(units), np.int64))]
-        self._rows = np.asarray(rows, np.int64)
-
-    def __len__(self) -> int:
-        return int(self._rows.shape[0])
-
-    def unit_of(self, i: int) -> int:
-        return int(self.reader.index.unit[self._rows[i]])
-
-    @property
-    def units(self) -> np.ndarray:
-        """Unit size of every item, in dataset order."""
-        return self.reader.index.unit[self._rows]
-
-    @property
-    def sample_ids(self) -> np.ndarray:
-        return self.reader.index.sample_id[self._rows]
-
-    def __getitem__(self, i: int) -> dict:
-        if not -len(self) <= i < len(self):
-            raise IndexError(i)
-        row = int(self._rows[i])
-        ix = self.reader.index
-        unit = int(ix.unit[row])
-        rec = self.reader.record(unit, int(ix.shard[row]), int(ix.record[row]))
-        n = self.reader.meta.n_segments
-        mask = None
-        if self.loss_segments is not None:
-            mask = segment_mask(rec[1:1 + n], self.reader.sequence_template, self.loss_segments, unit)
-        item = causal_lm_arrays(rec, n, unit, self.reader.meta.pad_id, mask, self.shift)
-        if self._torch is not None:
-            item = {k: self._torch.from_numpy(v) for k, v in item.items()}
-        return item
-
-    def batch_sampler(self, batch_size: int, shuffle: bool = False, seed: int = 0,
-                      drop_last: bool = False) -> "UnitBatchSampler":
-        return UnitBatchSampler(self.units, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
-
-
-class UnitBatchSampler:
-    """Batches of dataset indices, each from a single unit (so items stack).
-
-    Re-iterable and sized, as ``DataLoader(batch_sampler=...)`` expects. With
-    ``shuffle`` the order of items within a unit and of the batches changes per
-    epoch (``set_epoch``), reproducibly from ``seed``.
-    """
-
-    def __init__(self, units: np.ndarray, batch_size: int, shuffle: bool = False, seed: int = 0,
-                 drop_last: bool = False):
-        if batch_size <= 0:
-            raise ValueError("batch_size must be positive")
-        self.units = np.asarray(units)
-        self.batch_size, self.shuffle, self.seed, self.drop_last = batch_size, shuffle, seed, drop_last
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def _batches(self) -> list:
-        rng = np.random.default_rng([self.seed, self.epoch]) if self.shuffle else None
-        batches = []
-        for unit in np.unique(self.units).tolist():
-            idx = np.nonzero(self.units == unit)[0]
-            if rng is not None:
-                idx = rng.permutation(idx)
-            for start in range(0, len(idx), self.batch_size):
-                chunk = idx[start:start + self.batch_size]
-                if len(chunk) < self.batch_size and self.drop_last:
-                    continue
-                batches.append(chunk.tolist())
-        if rng is not None:
-            batches = [batches[k] for k in rng.permutation(len(batches)).tolist()]
-        return batches
-
-    def __iter__(self):
-        return iter(self._batches())
-
-    def __len__(self) -> int:
-        total = 0
-        for unit in np.unique(self.units).tolist():
-            n = int((self.units == unit).sum())
-            total += n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-        return total
+# The training view lives in its own module; these names stay importable from here.
+from .training import CausalLMDataset, UnitBatchSampler, causal_lm_arrays, segment_mask  # noqa: E402

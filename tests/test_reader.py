@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -229,16 +228,17 @@ def test_batch_sampler_keeps_units_apart(opened):
     assert set(one_unit.units.tolist()) == {opened.unit_sizes[0]}
 
 
-def test_torch_tensors_only_when_asked(opened, monkeypatch):
-    fake = types.ModuleType("torch")
-    fake.from_numpy = lambda a: ("tensor", a)
-    monkeypatch.setitem(sys.modules, "torch", fake)
-    item = opened.causal_lm(return_tensors="pt")[0]
-    assert all(v[0] == "tensor" for v in item.values())
-    monkeypatch.setitem(sys.modules, "torch", None)      # import torch now fails
-    with pytest.raises(ImportError, match="PyTorch"):
-        opened.causal_lm(return_tensors="pt")
+def test_torch_tensors_only_when_asked(opened):
     assert isinstance(opened.causal_lm()[0]["input_ids"], np.ndarray)
+    try:
+        import torch
+    except ImportError:
+        with pytest.raises(ImportError, match="PyTorch"):
+            opened.causal_lm(return_tensors="pt")
+        return
+    item = opened.causal_lm(return_tensors="pt")[0]
+    assert all(isinstance(v, torch.Tensor) for v in item.values())
+    assert item["input_ids"].dtype == torch.int64 and item["attention_mask"].dtype == torch.bool
 
 
 # --------------------------------------------------------------------------- opening
@@ -320,3 +320,178 @@ def test_inspect_explains_missing_samples(built, capsys):
     assert main(["inspect", built, "--sample-id", "0", "--tokenizer", "/nonexistent.model"]) == 0
     out = capsys.readouterr().out
     assert "text not decoded" in out and "ids [" in out
+
+
+# --------------------------------------------------------------------------- indexing like a list
+
+
+def test_len_and_positions_in_ascending_sample_id(built, opened):
+    index = read_jsonl(Path(built) / "sample_index.jsonl")
+    ids = [r["sample_id"] for r in index]
+    assert len(opened) == len(ids) == 26
+    assert [opened[i].sample_id for i in range(len(opened))] == ids      # 12 (bad record) is not a position
+    assert opened[12].sample_id == 13 and opened[-1].sample_id == 26 and opened[-26].sample_id == 0
+    assert opened[np.int64(3)].sample_id == 3
+    assert [s.sample_id for s in opened[10:14]] == [10, 11, 13, 14]
+    assert [s.sample_id for s in opened[::-10]] == [26, 16, 5]
+    assert opened[5].payload.tolist() == opened.sample(5).payload.tolist()
+    for bad in (26, -27):
+        with pytest.raises(IndexError, match="out of range: .* holds 26 samples"):
+            opened[bad]
+
+
+@pytest.mark.parametrize("key", [1.5, "3", True, None])
+def test_non_integer_keys_raise_type_error(opened, key):
+    with pytest.raises(TypeError, match="must be an integer"):
+        opened.sample(key)
+    with pytest.raises(TypeError, match="must be an integer"):
+        opened[key]
+    with pytest.raises(TypeError):
+        opened.causal_lm()[key]
+
+
+def test_reader_and_training_view_pickle_without_their_memory_maps(built):
+    import pickle
+
+    from mintdim_beam.reader import open_output
+
+    r = open_output(built)
+    before = len(pickle.dumps(r.index)) and len(pickle.dumps(r))
+    want = [s.payload.tolist() for s in r]               # every shard is mapped now
+    data = pickle.dumps(r)
+    assert len(data) == before                           # the maps stay behind
+    again = pickle.loads(data)
+    assert [s.payload.tolist() for s in again] == want
+    train = pickle.loads(pickle.dumps(r.causal_lm(loss_segments=["a"])))
+    assert train[3]["labels"].tolist() == r.causal_lm(loss_segments=["a"])[3]["labels"].tolist()
+
+
+def test_dataloader_with_worker_processes(built):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from mintdim_beam.reader import open_output
+
+    ds = open_output(built)
+    train = ds.causal_lm(loss_segments=["a"], return_tensors="pt")
+    loader = DataLoader(train, batch_sampler=train.batch_sampler(4, shuffle=True, seed=1), num_workers=2)
+    seen = []
+    for batch in loader:
+        assert batch["input_ids"].shape == batch["labels"].shape == batch["attention_mask"].shape
+        seen += batch["input_ids"].tolist()
+    direct = [train[i]["input_ids"].tolist() for b in train.batch_sampler(4, shuffle=True, seed=1) for i in b]
+    assert seen == direct and len(seen) == len(ds)
+    payloads = DataLoader(ds, batch_size=None, num_workers=2, collate_fn=_payload)
+    assert [p.tolist() for p in payloads] == [s.payload.tolist() for s in ds]
+    assert isinstance(torch.as_tensor(ds[0].payload.astype(np.int64)), torch.Tensor)
+
+
+def _payload(sample):
+    return sample.payload
+
+
+# --------------------------------------------------------------------------- reading corrupted copies
+
+N_SEG, U = 4, 48
+SLOTS = 1 + N_SEG + U
+
+
+@pytest.fixture
+def corrupt(built, tmp_path):
+    """A copy of the dataset to damage, and a helper to rewrite one slot of a shard."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+
+    def patch(shard: int, record: int, slot: int, delta=None, value=None) -> None:
+        path = copy / f"unit_{U}" / f"shard_{shard:06d}.bin"
+        data = bytearray(path.read_bytes())
+        at = (record * SLOTS + slot) * 2
+        old = int.from_bytes(data[at:at + 2], "little")
+        data[at:at + 2] = (old + delta if value is None else value).to_bytes(2, "little")
+        path.write_bytes(bytes(data))
+
+    return copy, patch
+
+
+def _every_read_raises(path, sample_id, match):
+    """sample(), [i], iteration, the unit walk and the training view all refuse."""
+    from mintdim_beam.reader import ReaderError, open_output
+
+    r = open_output(str(path))
+    pos = int(np.searchsorted(r.sample_ids, sample_id))
+    for read in (lambda: r.sample(sample_id), lambda: r[pos], lambda: list(r), lambda: list(r.iter_unit(U)),
+                 lambda: list(r.unit_arrays(U)), lambda: r.causal_lm()[pos]):
+        with pytest.raises(ReaderError, match=match) as info:
+            read()
+    return info.value
+
+
+def test_flipped_header_length_is_refused(corrupt):
+    copy, patch = corrupt
+    patch(0, 1, 4, delta=-1)                      # sample 3: answer one token short
+    err = _every_read_raises(copy, 3, "token_count")
+    assert str(err) == (f"{copy}: unit_48/shard_000000.bin record 1 (sample 3, sample_index.jsonl line 4): "
+                        f"segment lengths {err.args[0].split('segment lengths ')[1].split(' sum')[0]} sum to 28, "
+                        f"sample_index.jsonl says token_count 29; payload slot 28 holds "
+                        f"{str(err).split('slot 28 holds ')[1].split(' ')[0]} after the 28 written tokens, "
+                        f"expected the pad id 0")
+    assert (err.shard, err.record, err.sample_id) == ("unit_48/shard_000000.bin", 1, 3)
+    from mintdim_beam.reader import open_output
+
+    assert open_output(str(copy)).sample(1).token_count == 39     # other records still read
+
+
+def test_token_id_beyond_the_vocabulary_is_refused(corrupt):
+    copy, patch = corrupt
+    patch(0, 3, 1 + N_SEG + 2, value=900)         # sample 5, vocab is 800
+    err = _every_read_raises(copy, 5, "vocabulary")
+    assert str(err).endswith("unit_48/shard_000000.bin record 3 (sample 5, sample_index.jsonl line 6): "
+                             "token id 900 at payload position 2 is >= the vocabulary size 800 (manifest.json)")
+
+
+def test_swapped_index_rows_are_refused(corrupt):
+    copy, _ = corrupt
+    index = copy / "sample_index.jsonl"
+    rows = read_jsonl(index)
+    a, b = rows[3], rows[9]                       # samples 3 and 9: unit 48, both 29 tokens
+    assert (a["sample_id"], b["sample_id"], a["token_count"]) == (3, 9, b["token_count"])
+    for key in ("shard_path", "shard_record"):
+        a[key], b[key] = b[key], a[key]
+    index.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows),
+                     encoding="utf-8")
+    err = _every_read_raises(copy, 3, "ascending sample_id")
+    assert "sample 3 (number 1 of the unit) belongs at unit_48/shard_000000.bin record 1" in str(err)
+    from mintdim_beam.reader import ReaderError, open_output
+
+    with pytest.raises(ReaderError, match=r"shard_000000.bin record 1 \(sample 9, sample_index.jsonl line 10\)"):
+        open_output(str(copy)).sample(9)
+
+
+def test_dirty_pad_tail_and_filled_empty_field_are_refused(corrupt, built):
+    copy, patch = corrupt
+    patch(2, 2, SLOTS - 1, value=7)               # sample 20: last pad slot
+    _every_read_raises(copy, 20, "payload slot 47 holds 7 after the 26 written tokens, expected the pad id 0")
+
+    from mintdim_beam.reader import ReaderError, open_output
+
+    # sample 15 (unit 24, record 1) has an empty answer: move one question token into it
+    path = copy / "unit_24" / "shard_000000.bin"
+    data = bytearray(path.read_bytes())
+    at = (1 * (1 + N_SEG + 24) + 2) * 2
+    q = int.from_bytes(data[at:at + 2], "little")
+    data[at:at + 2] = (q - 1).to_bytes(2, "little")
+    data[at + 4:at + 6] = (1).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ReaderError, match=r"segment 3 \(a\) holds 1 tokens, but sample_index.jsonl lists it "
+                                          r"in empty_fields"):
+        open_output(str(copy)).sample(15)
+
+
+def test_shard_with_more_records_than_the_index_places_is_refused(corrupt):
+    copy, _ = corrupt
+    path = copy / f"unit_{U}" / "shard_000000.bin"
+    data = path.read_bytes()
+    path.write_bytes(data + data[:SLOTS * 2])
+    _every_read_raises(copy, 3, "holds 5 records, but sample_index.jsonl places 4 there")
