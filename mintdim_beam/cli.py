@@ -74,7 +74,7 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
         if name in tok:
             kind, tok_files = name, tok[name]
     if kind is not None and kind not in (SENTENCEPIECE, HF_JSON):
-        raise errors.TokenizerValidationError.unsupported_format()
+        raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=kind)
     spec = JobSpec(
         files=source.get("files"), fields=source.get("fields"), templates=source.get("templates"),
         tokenizer_kind=kind, tokenizer_files=tok_files,

@@ -218,7 +218,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
                 component="files", problem=f"tokenizer file path must be str, got {type(path).__name__}"
             )
     if job.tokenizer_kind not in (SENTENCEPIECE, HF_JSON):
-        raise errors.TokenizerValidationError.unsupported_format()
+        raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=job.tokenizer_kind)
     if not isinstance(job.sizes, (list, tuple)) or not all(isinstance(s, (list, tuple)) for s in job.sizes):
         raise errors.UnitValidationError(problem="sizes must be a list of lists of positive integers")
     if not isinstance(job.build_batch, (list, tuple)):

@@ -407,13 +407,48 @@ class TokenizerValidationError(MintDimError):
         super().__init__(english, vietnamese, facts)
 
     @classmethod
-    def unsupported_format(cls, path: str | None = None) -> "TokenizerValidationError":
-        """The tokenizer file is neither a SentencePiece model nor a tokenizer.json."""
-        facts = _facts(kind="unsupported_format", path=path)
+    def unsupported_format(
+        cls, path: str | None = None, tokenizer_type: Any = None
+    ) -> "TokenizerValidationError":
+        """The tokenizer file is neither a SentencePiece model nor a tokenizer.json.
+
+        `tokenizer_type`, when given, is the unknown value of a job file's
+        `tokenizer.type`; the message names it and the closest valid value.
+        """
+        extra = {} if tokenizer_type is None else {"tokenizer_type": tokenizer_type}
+        facts = _facts(kind="unsupported_format", path=path, **extra)
         paragraphs = [] if facts["path"] is None else [M.labeled(M.FILE, facts["path"])]
+        if tokenizer_type is not None:
+            paragraphs.append(_tokenizer_type_text(facts["tokenizer_type"]))
         paragraphs += [M.TOKENIZER_SUPPORTED_FORMATS, M.bullets(M.TOKENIZER_FORMATS)]
         english, vietnamese = cls._render(M.TOKENIZER_UNSUPPORTED, paragraphs)
         return cls._make(english, vietnamese, facts)
+
+
+def _tokenizer_type_text(value: Any) -> M.Text:
+    import difflib
+
+    close = difflib.get_close_matches(str(value), M.TOKENIZER_TYPES, n=1, cutoff=0.6)
+    hint = M.Text("", "") if not close else M.Text(
+        M.TOKENIZER_TYPE_HINT.en.format(close=close[0]), M.TOKENIZER_TYPE_HINT.vi.format(close=close[0]))
+    choices = ", ".join(M.TOKENIZER_TYPES)
+    return M.Text(
+        M.TOKENIZER_TYPE_VALUE.en.format(value=repr(value), hint=hint.en, choices=choices),
+        M.TOKENIZER_TYPE_VALUE.vi.format(value=repr(value), hint=hint.vi, choices=choices),
+    )
+
+
+def _unk_chars_text(unk_chars: Sequence[str], literals: Sequence[str] | None) -> M.Text:
+    """`'✓' (U+2713), '漢字' (U+6F22 U+5B57) in literal segments '\n✓ '`."""
+    shown = ", ".join(
+        f"{text!r} ({' '.join(f'U+{ord(ch):04X}' for ch in text)})" for text in unk_chars
+    )
+    where_en = where_vi = ""
+    if literals:
+        listed = ", ".join(repr(lit) for lit in literals)
+        where_en = f" {M.TEMPLATE_UNK_IN_LITERALS.en} {listed}"
+        where_vi = f" {M.TEMPLATE_UNK_IN_LITERALS.vi} {listed}"
+    return M.labeled(M.TEMPLATE_UNK_CHARS, shown + where_en, shown + where_vi)
 
 
 class TokenizerSpecialTokenError(MintDimError):
@@ -652,22 +687,31 @@ class TemplateTokenizerError(MintDimError):
     """
 
     def __init__(
-        self, file_index: int, template: str, literals: Sequence[str] | None = None
+        self,
+        file_index: int,
+        template: str,
+        literals: Sequence[str] | None = None,
+        unk_chars: Sequence[str] | None = None,
     ) -> None:
+        extra = {} if unk_chars is None else {"unk_chars": _as_list(unk_chars)}
         facts = _facts(
             file_index=file_index,
             template=template,
             literals=None if literals is None else _as_list(literals),
+            **extra,
         )
-        english, vietnamese = self._render(
-            M.TEMPLATE_UNK,
-            [
-                M.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
-                M.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
-                M.labeled(M.PROBLEM, M.TEMPLATE_UNK_PROBLEM.en, M.TEMPLATE_UNK_PROBLEM.vi),
-                M.labeled(M.FIX, M.TEMPLATE_UNK_FIX.en, M.TEMPLATE_UNK_FIX.vi),
-            ],
-        )
+        paragraphs = [
+            M.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
+            M.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
+            M.labeled(M.PROBLEM, M.TEMPLATE_UNK_PROBLEM.en, M.TEMPLATE_UNK_PROBLEM.vi),
+        ]
+        if facts.get("unk_chars"):
+            paragraphs.append(_unk_chars_text(facts["unk_chars"], facts["literals"]))
+        paragraphs += [
+            M.labeled(M.FIX, M.TEMPLATE_UNK_FIX.en, M.TEMPLATE_UNK_FIX.vi),
+            M.TEMPLATE_UNK_POLICY,
+        ]
+        english, vietnamese = self._render(M.TEMPLATE_UNK, paragraphs)
         super().__init__(english, vietnamese, facts)
 
 
@@ -707,6 +751,7 @@ class UnitOverflowError(MintDimError):
                 M.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
                 M.FIX,
                 M.bullet_pairs(M.UNIT_OVERFLOW_FIXES),
+                M.UNIT_OVERFLOW_POLICY,
             ],
         )
         super().__init__(english, vietnamese, facts)

@@ -193,6 +193,13 @@ TOKENIZER_UNSUPPORTED = Text(
 )
 TOKENIZER_SUPPORTED_FORMATS = Text("Supported formats:", "Các định dạng hiện hỗ trợ:")
 TOKENIZER_FORMATS = ("sentencepiece (.model)", "huggingface tokenizer (.json)")
+TOKENIZER_TYPES = ("sentencepiece", "hf_json")    # the values of tokenizer.type
+
+TOKENIZER_TYPE_VALUE = Text(
+    "tokenizer.type is {value}{hint}; it must be one of: {choices}",
+    "tokenizer.type là {value}{hint}; giá trị hợp lệ: {choices}",
+)
+TOKENIZER_TYPE_HINT = Text(" (did you mean {close!r}?)", " (có phải ý bạn là {close!r}?)")
 
 TOKENIZER_SPECIAL = Text(
     "Tokenizer library did not expose a required special token.",
@@ -325,6 +332,17 @@ TEMPLATE_UNK_FIX = Text(
     "chỉnh ký tự literal trong template, dùng tokenizer bao phủ các ký tự đó, "
     "hoặc chạy với template-UNK policy rõ ràng.",
 )
+# Not in the spec: the characters behind the UNK, and how to set the policy it names.
+TEMPLATE_UNK_CHARS = Text("Characters that encode to UNK:", "Ký tự bị encode thành UNK:")
+TEMPLATE_UNK_IN_LITERALS = Text("in literal segments", "trong các đoạn literal")
+TEMPLATE_UNK_POLICY = Text(
+    "Policy: --on-template-unk continue on the command line, on_template_unk: continue in "
+    "the job file's run section, or .run(on_template_unk=\"continue\") in Python "
+    "(every sample then carries the literal's UNK tokens).",
+    "Policy: --on-template-unk continue trên dòng lệnh, on_template_unk: continue trong "
+    "section run của job file, hoặc .run(on_template_unk=\"continue\") trong Python "
+    "(khi đó mọi sample đều mang các token UNK của literal).",
+)
 
 # ---------------------------------------------------------------------------
 # Unit errors
@@ -350,6 +368,13 @@ UNIT_OVERFLOW_FIXES = (
         "or run with an overflow policy that truncates, skips, or prompts",
         "hoặc chạy với overflow policy để truncate, skip, hoặc prompt",
     ),
+)
+# Not in the spec: where the overflow policy is set (this project has no prompt).
+UNIT_OVERFLOW_POLICY = Text(
+    "Policy: --on-overflow truncate (or skip, extend) on the command line, on_overflow: truncate "
+    "in the job file's run section, or .run(on_overflow=\"truncate\") in Python.",
+    "Policy: --on-overflow truncate (hoặc skip, extend) trên dòng lệnh, on_overflow: truncate "
+    "trong section run của job file, hoặc .run(on_overflow=\"truncate\") trong Python.",
 )
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from . import errors, storage
 from .config import BuildConfig
@@ -24,7 +24,14 @@ class Preflight:
 
     tokenizers: dict            # TokenizerSpec -> Tokenizer
     tokenizer_sha256: dict      # TokenizerSpec -> hex digest
-    literal_unk: dict           # file index -> number of literal segments with UNK
+    literal_unk: dict           # file index -> [LiteralUnk] of its literals that hold UNK
+
+
+class LiteralUnk(NamedTuple):
+    """A template literal that encodes to UNK, and the characters behind each UNK."""
+
+    text: str
+    unk_chars: tuple
 
 
 def _ask_continue(prompt: str) -> bool:
@@ -63,14 +70,22 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
 
 
 def template_unk(config: BuildConfig, tokenizers: dict) -> dict:
-    """File index -> number of literal segments whose tokens include UNK."""
+    """File index -> the literal segments whose tokens include UNK (:class:`LiteralUnk`)."""
     found = {}
     for spec in config.files:
         tok: Tokenizer = tokenizers[spec.tokenizer]
-        bad = sum(1 for seg in spec.segments if not seg.is_field and tok.unk_id in tok.encode(seg.text))
+        bad = []
+        for seg in spec.segments:
+            if not seg.is_field and tok.unk_id in tok.encode(seg.text):
+                bad.append(LiteralUnk(seg.text, tuple(tok.unk_substrings(seg.text))))
         if bad:
             found[spec.index] = bad
     return found
+
+
+def _unk_chars(literals: list) -> list:
+    """The distinct source substrings behind the literals' UNK tokens, in order."""
+    return list(dict.fromkeys(ch for lit in literals for ch in lit.unk_chars))
 
 
 def _apply_template_unk_policy(config, literal_unk, ask, interactive) -> None:
@@ -79,7 +94,10 @@ def _apply_template_unk_policy(config, literal_unk, ask, interactive) -> None:
         return
     first = min(literal_unk)
     spec = config.files[first]
-    error = errors.TemplateTokenizerError(file_index=first, template=spec.template)
+    literals = literal_unk[first]
+    chars = _unk_chars(literals)
+    error = errors.TemplateTokenizerError(file_index=first, template=spec.template,
+                                          literals=[lit.text for lit in literals], unk_chars=chars)
     if policy == "prompt":
         interactive = sys.stdin.isatty() if interactive is None else interactive
         if interactive:
@@ -87,7 +105,9 @@ def _apply_template_unk_policy(config, literal_unk, ask, interactive) -> None:
             text = (
                 "[unit-build] Template UNK detected\n"
                 f"  file index {first}\n"
-                f"  literal segments with UNK {literal_unk[first]}\n\n"
+                f"  literal segments with UNK {len(literals)}: "
+                f"{', '.join(repr(lit.text) for lit in literals)}\n"
+                f"  characters that encode to UNK: {', '.join(repr(ch) for ch in chars)}\n\n"
                 "  EN: Static-text tokens will be UNK in every encoded sample.\n"
                 "      Continue building?\n"
                 "  VN: Token của static-text sẽ là UNK ở mọi sample.\n"

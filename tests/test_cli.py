@@ -74,6 +74,22 @@ def test_bad_job_missing_section(job_dir, tok, capsys):
     assert not (job_dir / "out").exists()
 
 
+def test_unknown_tokenizer_type_is_named(job_dir, tok, capsys):
+    text = _job_yaml(tok("sp_unigram.model")).replace(
+        f'tokenizer:\n  sentencepiece: ["{tok("sp_unigram.model")}"]\n',
+        f'tokenizer:\n  type: sentencepeice\n  files: ["{tok("sp_unigram.model")}"]\n')
+    (job_dir / "job.yaml").write_text(text, encoding="utf-8")
+    code = main(["build", "job.yaml"])
+    captured = capsys.readouterr()
+    assert code == 2 and "Traceback" not in captured.err
+    english, vietnamese = captured.err.split("[vietnam]")
+    assert "[english] TokenizerValidationError: Unsupported tokenizer format." in english
+    assert ("tokenizer.type is 'sentencepeice' (did you mean 'sentencepiece'?); "
+            "it must be one of: sentencepiece, hf_json") in english
+    assert "tokenizer.type là 'sentencepeice' (có phải ý bạn là 'sentencepiece'?)" in vietnamese
+    assert not (job_dir / "out").exists()
+
+
 def test_missing_job_file(tmp_path, capsys):
     code = main(["build", str(tmp_path / "nope.yaml")])
     captured = capsys.readouterr()

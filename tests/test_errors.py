@@ -242,6 +242,8 @@ Problem: template literal characters are not fully covered by tokenizer vocabula
 
 Fix: adjust template literal characters, use a tokenizer that covers them, or run with an explicit template-UNK policy.
 
+Policy: --on-template-unk continue on the command line, on_template_unk: continue in the job file's run section, or .run(on_template_unk="continue") in Python (every sample then carries the literal's UNK tokens).
+
 [vietnam] TemplateTokenizerError: Các đoạn literal của template tạo UNK khi được tokenizer encode.
 
 Vị trí file: 0
@@ -250,7 +252,9 @@ Template: '{a}\n\n{b}'
 
 Vấn đề: ký tự literal trong template không được tokenizer vocabulary bao phủ đầy đủ
 
-Cách sửa: chỉnh ký tự literal trong template, dùng tokenizer bao phủ các ký tự đó, hoặc chạy với template-UNK policy rõ ràng."""
+Cách sửa: chỉnh ký tự literal trong template, dùng tokenizer bao phủ các ký tự đó, hoặc chạy với template-UNK policy rõ ràng.
+
+Policy: --on-template-unk continue trên dòng lệnh, on_template_unk: continue trong section run của job file, hoặc .run(on_template_unk="continue") trong Python (khi đó mọi sample đều mang các token UNK của literal)."""
 
 
 SPEC_UNIT_MAPPING = r"""[english] UnitMappingError: Received 3 input files but 2 unit configs.
@@ -313,6 +317,8 @@ Fix:
 • increase unit sizes
 • or run with an overflow policy that truncates, skips, or prompts
 
+Policy: --on-overflow truncate (or skip, extend) on the command line, on_overflow: truncate in the job file's run section, or .run(on_overflow="truncate") in Python.
+
 [vietnam] UnitOverflowError: Độ dài token của sample vượt quá unit size lớn nhất.
 
 Sample: ./data/alpaca.jsonl:18291
@@ -324,7 +330,9 @@ max_unit_size: 320
 Cách sửa:
 
 • tăng unit sizes
-• hoặc chạy với overflow policy để truncate, skip, hoặc prompt"""
+• hoặc chạy với overflow policy để truncate, skip, hoặc prompt
+
+Policy: --on-overflow truncate (hoặc skip, extend) trên dòng lệnh, on_overflow: truncate trong section run của job file, hoặc .run(on_overflow="truncate") trong Python."""
 
 
 SPEC_OUTPUT_VALIDATION = r"""[english] OutputValidationError: Output directory already exists and is not empty.
@@ -627,6 +635,57 @@ Các định dạng hiện hỗ trợ:
 
 • sentencepiece (.model)
 • huggingface tokenizer (.json)""",
+    ),
+    "tokenizer_unsupported_type": (
+        lambda: E.TokenizerValidationError.unsupported_format(tokenizer_type="sentencepeice"),
+        """[english] TokenizerValidationError: Unsupported tokenizer format.
+
+tokenizer.type is 'sentencepeice' (did you mean 'sentencepiece'?); it must be one of: sentencepiece, hf_json
+
+Supported formats:
+
+• sentencepiece (.model)
+• huggingface tokenizer (.json)
+
+[vietnam] TokenizerValidationError: Định dạng tokenizer chưa được hỗ trợ.
+
+tokenizer.type là 'sentencepeice' (có phải ý bạn là 'sentencepiece'?); giá trị hợp lệ: sentencepiece, hf_json
+
+Các định dạng hiện hỗ trợ:
+
+• sentencepiece (.model)
+• huggingface tokenizer (.json)""",
+    ),
+    "template_tokenizer_chars": (
+        lambda: E.TemplateTokenizerError(file_index=1, template="{a} | {b} ✓", literals=[" | ", " ✓"],
+                                         unk_chars=["|", "✓"]),
+        """[english] TemplateTokenizerError: Template literal segments produce UNK when encoded by the tokenizer.
+
+File index: 1
+
+Template: '{a} | {b} ✓'
+
+Problem: template literal characters are not fully covered by tokenizer vocabulary
+
+Characters that encode to UNK: '|' (U+007C), '✓' (U+2713) in literal segments ' | ', ' ✓'
+
+Fix: adjust template literal characters, use a tokenizer that covers them, or run with an explicit template-UNK policy.
+
+Policy: --on-template-unk continue on the command line, on_template_unk: continue in the job file's run section, or .run(on_template_unk="continue") in Python (every sample then carries the literal's UNK tokens).
+
+[vietnam] TemplateTokenizerError: Các đoạn literal của template tạo UNK khi được tokenizer encode.
+
+Vị trí file: 1
+
+Template: '{a} | {b} ✓'
+
+Vấn đề: ký tự literal trong template không được tokenizer vocabulary bao phủ đầy đủ
+
+Ký tự bị encode thành UNK: '|' (U+007C), '✓' (U+2713) trong các đoạn literal ' | ', ' ✓'
+
+Cách sửa: chỉnh ký tự literal trong template, dùng tokenizer bao phủ các ký tự đó, hoặc chạy với template-UNK policy rõ ràng.
+
+Policy: --on-template-unk continue trên dòng lệnh, on_template_unk: continue trong section run của job file, hoặc .run(on_template_unk="continue") trong Python (khi đó mọi sample đều mang các token UNK của literal).""",
     ),
     "output_inconsistent": (
         lambda: E.OutputMappingError.inconsistent(

@@ -309,6 +309,8 @@ def test_overflow_abort_names_first_overflow(tmp_path, tok, wordlevel):
     text = str(err)
     assert text.startswith("[english] UnitOverflowError") and "\n\n[vietnam] " in text
     assert f"{f2}:152" in text.split("[vietnam]")[0] and f"{f2}:152" in text.split("[vietnam]")[1]
+    assert "\n\nPolicy: --on-overflow truncate (or skip, extend) on the command line, on_overflow: truncate" \
+        in text.split("[vietnam]")[0]
     out = tmp_path / "out"
     assert_nothing_published(out)
     assert (out / "unit_2" / "UNIT_BUILD_FAILED.md").exists()
@@ -630,6 +632,19 @@ def test_unk_rows_follow_positions_across_fields_and_literals(tmp_path, tok, tem
     assert any(u["unk_positions"][-1] >= 12 for u in unk)   # rows reach into truncated units
 
 
+def test_template_literal_unk_prompt_names_the_literals_and_characters(tmp_path, tok):
+    from mintdim_beam import pipeline, preflight
+
+    f = write_jsonl(tmp_path / "a.jsonl", [{"a": "x", "b": "y"}])
+    config = (pipeline("unit-build").source.jsonl(files=[f], fields=[["a", "b"]], templates=["{a} | {b} |"])
+              .tokenizer.sentencepiece(files=[tok("sp_unigram.model")]).units(sizes=[[16]], build_batch=[4])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[8]).config(on_template_unk="prompt"))
+    asked = []
+    found = preflight.check(config, ask=lambda text: asked.append(text) or True, interactive=True)
+    assert found.literal_unk == {0: [preflight.LiteralUnk(" | ", ("|",)), preflight.LiteralUnk(" |", ("|",))]}
+    assert "  literal segments with UNK 2: ' | ', ' |'\n  characters that encode to UNK: '|'\n" in asked[0]
+
+
 @pytest.mark.parametrize("policy", ["abort", "prompt"])
 def test_template_literal_unk_abort_and_prompt_without_tty(tmp_path, tok, monkeypatch, policy):
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a TTY: prompt must abort
@@ -644,6 +659,12 @@ def test_template_literal_unk_abort_and_prompt_without_tty(tmp_path, tok, monkey
             on_template_unk=policy)
     assert info.value.file_index == 1
     assert "[english] TemplateTokenizerError" in str(info.value) and "[vietnam]" in str(info.value)
+    # the message names the characters and the literal behind the UNK, and the policy flag
+    english, vietnamese = str(info.value).split("\n\n[vietnam] ")
+    assert "\n\nCharacters that encode to UNK: '|' (U+007C) in literal segments ' | '\n\n" in english
+    assert "\n\nKý tự bị encode thành UNK: '|' (U+007C) trong các đoạn literal ' | '\n\n" in vietnamese
+    assert "--on-template-unk continue" in english and "on_template_unk: continue" in english
+    assert info.value.unk_chars == ["|"] and info.value.literals == [" | "]
     assert not out.exists()
 
 
