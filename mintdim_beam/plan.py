@@ -5,7 +5,9 @@ counts into every global fact the writers need, so no worker ever sees the corpu
 
 * line and sample-id offsets of every block (prefix sums in sample order);
 * the rank of every record inside its unit, hence its shard and position;
-* the ``extend`` policy's new units, resolved in sample-id order;
+* the ``extend`` policy's new units, resolved in sample-id order, hence each output's
+  largest unit, which decides its slot dtype (``shard_format.slot_storage``) before any
+  shard is written: every shard task carries it;
 * the shard tasks: which byte ranges of which block spills make up each shard;
 * the duplicate tasks: which slice of each block's hash spill holds each digest range;
 * the first error, when a policy says ``abort``.
@@ -79,6 +81,10 @@ class ShardTask:
     n_records: int
     pieces: tuple              # Piece for declared units
     overflow: tuple            # (file, block, OverflowSample) for extended units
+    # The output's largest unit (declared or extended): with the vocabulary, it sets
+    # the slot dtype of every shard of the output, and so whether declared units'
+    # spills (laid out for the largest declared unit) are widened when copied.
+    largest_unit: int
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,11 @@ class OutputPlan:
     shards: dict                          # unit -> number of shards
     bad_records: int = 0
     overflow_samples: int = 0
+
+    @property
+    def largest_unit(self) -> int:
+        """The unit that sets the slot dtype with the vocabulary (DESIGN.md §5)."""
+        return max(self.sizes)
 
 
 @dataclass
@@ -207,13 +218,14 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
             overflow_events += s.overflow_events
 
         sps = out.samples_per_shard
+        largest = max(declared + tuple(added))
         samples = {u: unit_rank[u] for u in declared}
         tokens = dict(unit_tokens)
         shards = {}
         for u in declared:
             shards[u] = -(-samples[u] // sps)
             if error is None:
-                tasks.extend(_declared_tasks(out.index, u, runs[u], samples[u], sps))
+                tasks.extend(_declared_tasks(out.index, u, runs[u], sps, largest))
         for u in added:
             samples[u] = len(members[u])
             tokens[u] = sum(m[2].token_count for m in members[u])
@@ -221,7 +233,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
             if error is None:
                 for k in range(shards[u]):
                     chunk = tuple(members[u][k * sps:(k + 1) * sps])
-                    tasks.append(ShardTask(out.index, u, k, len(chunk), (), chunk))
+                    tasks.append(ShardTask(out.index, u, k, len(chunk), (), chunk, largest))
         outputs.append(OutputPlan(tuple(sorted(declared + tuple(added))), declared, samples, tokens,
                                   shards, bad, overflow_events))
         if error is None:
@@ -236,7 +248,7 @@ def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
     return [DuplicateTask(output, t, spills) for t in range(max((s.hash_tasks for s in ordered), default=0))]
 
 
-def _declared_tasks(output: int, unit: int, runs, total: int, sps: int) -> list:
+def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -> list:
     """Cut the unit's records (runs of consecutive block records) into shards."""
     tasks = []
     pieces: list = []
@@ -250,8 +262,8 @@ def _declared_tasks(output: int, unit: int, runs, total: int, sps: int) -> list:
             count -= take
             filled += take
             if filled == sps:
-                tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), ()))
+                tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), (), largest_unit))
                 shard, filled, pieces = shard + 1, 0, []
     if filled:
-        tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), ()))
+        tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), (), largest_unit))
     return tasks

@@ -35,6 +35,7 @@ from . import __version__, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
 from .errors import error_from_dict
 from .plan import BuildPlan
+from .shard_format import TokenStorage, slot_storage
 from .tokenizers import load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -185,8 +186,9 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
             )
 
     parts = [r for r in part_results if r.output == out.index]
+    slots = output_storage(tok, oplan)
     stats = indexes.stats(
-        oplan, tok.storage,
+        oplan, slots,
         dup_groups=sum(d[1] for d in dups), dup_samples=sum(d[2] for d in dups),
         samples_with_unk=sum(p.samples_with_unk for p in parts),
         unk_tokens=sum(p.unk_tokens for p in parts),
@@ -194,7 +196,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     storage.write_text(storage.join(out.path, "histogram.json"), indexes.dumps_file(indexes.histogram(oplan)))
     storage.write_text(storage.join(out.path, "stats.json"), indexes.dumps_file(stats))
     storage.write_text(storage.join(out.path, "length_field.json"),
-                       indexes.dumps_file(indexes.length_field(tok.storage, out.sequence_template, tok.pad_id)))
+                       indexes.dumps_file(indexes.length_field(slots, out.sequence_template, tok.pad_id)))
     storage.write_text(storage.join(out.path, "build_info.json"),
                        indexes.dumps_file({**build_info, "output": out.path}))
     storage.write_text(manifest_path, indexes.dumps_file(manifest(config, out, oplan, tok, digests)))
@@ -203,16 +205,22 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     return {"output": out.path, "stats": stats, "shards": shards}
 
 
+def output_storage(tok, oplan) -> TokenStorage:
+    """The output's slots, as the plan decided them for its shards (DESIGN.md §5)."""
+    return slot_storage(tok.storage, oplan.largest_unit)
+
+
 def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional[dict] = None) -> dict:
     """manifest.json: what was built and how; nothing that varies between runs."""
+    slots = output_storage(tok, oplan)
     found = {
         "pipeline": "unit-build",
         "mintdim_version": __version__,
         "tokenizer": tok.describe(),
         "token_storage": {
-            "dtype": tok.storage.dtype,
-            "bytes_per_token": tok.storage.bytes_per_token,
-            "magic": tok.storage.magic,
+            "dtype": slots.dtype,
+            "bytes_per_token": slots.bytes_per_token,
+            "magic": slots.magic,
         },
         "sequence_template": list(out.sequence_template),
         "length_field_metadata": "length_field.json",

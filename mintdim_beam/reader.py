@@ -217,6 +217,11 @@ def read_metadata(path: str) -> Metadata:
     if not isinstance(sizes, list) or not sizes or not all(isinstance(s, int) and s > 0 for s in sizes) \
             or sizes != sorted(set(sizes)):
         problems.append(f"{MANIFEST} units.sizes must be ascending positive integers, got {sizes!r}")
+    elif max(sizes) > np.iinfo(dtype).max:
+        # Header lengths of such a unit do not fit the slots: a dataset written so has
+        # wrapped lengths (DESIGN.md §5 widens the slots instead).
+        problems.append(f"unit size {max(sizes)} does not fit {dtype_name} header slots (at most "
+                        f"{np.iinfo(dtype).max}): its lengths would have wrapped; rebuild the dataset")
     sps = (manifest.get("output") or {}).get("samples_per_shard")
     if not isinstance(sps, int) or sps <= 0:
         problems.append(f"{MANIFEST} output.samples_per_shard must be a positive integer, got {sps!r}")

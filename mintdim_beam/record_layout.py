@@ -20,7 +20,7 @@ from . import errors
 from .block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE
 from .config import FileSpec, Policies
 from .repeat_cache import RepeatCache, add_repeats, remember
-from .shard_format import layout_units
+from .shard_format import layout_units, slot_storage
 from .tokenizers import Tokenizer
 from .unk_rows import CharColumn, UnkTable
 
@@ -54,6 +54,10 @@ class SliceLayout:
         self.policies = policies
         self.sizes = sizes
         self.max_size = int(sizes[-1])
+        # The slots the declared units' records are laid out in: wide enough for the
+        # largest declared unit's header lengths. ``extend`` units are known only to
+        # the plan; the shard writer widens these records if one needs wider slots.
+        self.storage = slot_storage(tokenizer.storage, self.max_size)
         self.segments = spec.segments
         self.n = len(self.segments)
         self.field_slots = [j for j, s in enumerate(self.segments) if s.is_field]
@@ -156,7 +160,7 @@ class SliceLayout:
             for j, at in self._literal_at.items():
                 src_starts[:, j] = len(flat) + at
         records = layout_units(unit[placed], written[placed], src_starts, source,
-                               tok.storage.magic, tok.pad_id, tok.storage.numpy_dtype)
+                               self.storage.magic, tok.pad_id, self.storage.numpy_dtype)
         ext = np.nonzero(gstatus == OVF_EXTEND)[0]
         ovf_tokens = np.zeros(0, np.int64)
         if len(ext):

@@ -6,11 +6,73 @@ All slots have the token dtype, little endian; the payload is the segments' toke
 ``sequence_template`` order, padded with the tokenizer's pad id. Because every record of
 a unit has the same width, a record's byte offset in its shard is known from its
 position alone, which is what lets many workers write shards without coordination.
+
+A slot must hold every value written to it (DESIGN.md §5): token ids below the magic
+value, and header lengths up to the unit size. The vocabulary picks the narrowest
+dtype for the ids (:func:`mintdim_beam.tokenizers.select_storage`); :func:`slot_storage`
+widens it to uint32 when the largest unit of the dataset (declared, or reached by
+``extend``) exceeds 65,535. The codec itself refuses a value that does not fit
+(:class:`SlotOverflowError`) rather than let numpy wrap it: a wrapped header length
+reads back as a shorter, wrong sample.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+UINT16_MAX = 0xFFFF
+UINT32_MAX = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class TokenStorage:
+    """On-disk slot dtype and the reserved per-record magic value (the dtype's maximum)."""
+
+    dtype: str  # "uint16" or "uint32"
+    magic: int
+
+    @property
+    def bytes_per_token(self) -> int:
+        return 2 if self.dtype == "uint16" else 4
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """Little-endian numpy dtype of every slot in a shard."""
+        return np.dtype("<u2") if self.dtype == "uint16" else np.dtype("<u4")
+
+
+UINT16 = TokenStorage("uint16", UINT16_MAX)
+UINT32 = TokenStorage("uint32", UINT32_MAX)
+
+
+def slot_storage(token_storage: TokenStorage, largest_unit: int) -> TokenStorage:
+    """The slots of a dataset whose ids need ``token_storage`` and whose largest unit
+    is ``largest_unit``: a header length is at most the unit size, so a unit above
+    65,535 needs uint32 slots whatever the vocabulary."""
+    if largest_unit > UINT16_MAX:
+        return UINT32
+    return token_storage
+
+
+class SlotOverflowError(ValueError):
+    """A value does not fit the record slot it is written to (it would wrap)."""
+
+
+def check_fits(values: np.ndarray, limit: int, what: str) -> None:
+    """Refuse ``values`` unless every one is in ``[0, limit]``.
+
+    One vectorized min/max: the writer calls it on every batch it lays out, and the
+    common case (everything fits) must cost next to nothing.
+    """
+    values = np.asarray(values)
+    if values.size == 0:
+        return
+    lo, hi = int(values.min()), int(values.max())
+    if lo < 0 or hi > limit:
+        bad = hi if hi > limit else lo
+        raise SlotOverflowError(f"{what} {bad} does not fit a record slot (0..{limit}); refusing to wrap it")
 
 
 def record_slots(n_segments: int, unit_size: int) -> int:
@@ -51,6 +113,10 @@ def layout_units(
     m, n = seg_lengths.shape
     if m == 0:
         return {}
+    limit = np.iinfo(dtype).max
+    check_fits(seg_lengths, limit, "segment length")
+    check_fits(units, limit, "unit size")   # the lengths' bound: a check of intent, m values
+    check_fits(np.array([pad_id]), magic - 1, "pad id")
     sizes, inverse = np.unique(units, return_inverse=True)
     inverse = inverse.reshape(-1)
     counts = np.bincount(inverse, minlength=len(sizes)).astype(np.int64)
@@ -66,6 +132,9 @@ def layout_units(
         out[base + 1 + j] = seg_lengths[:, j]
     lengths = seg_lengths.reshape(-1)
     if lengths.any():
+        # Ids go below the magic value; checked on the whole source (one pass), which
+        # is what the layout reads anyway.
+        check_fits(source, magic - 1, "token id")
         dest_starts = (base + 1 + n)[:, None] + (np.cumsum(seg_lengths, axis=1) - seg_lengths)
         src = ragged_gather_index(src_starts.reshape(-1), lengths)
         out[src + np.repeat((dest_starts - src_starts).reshape(-1), lengths)] = source[src]
@@ -73,6 +142,20 @@ def layout_units(
         int(size): out[region[k]:region[k] + counts[k] * slots[k]].reshape(int(counts[k]), int(slots[k]))
         for k, size in enumerate(sizes.tolist())
     }
+
+
+def widen_records(records: np.ndarray, storage: TokenStorage) -> np.ndarray:
+    """``(count, slots)`` records laid out in narrower slots, in ``storage``'s slots.
+
+    Every value of a narrower slot fits a wider one unchanged, except the magic, which
+    is each dtype's own maximum: the first column is checked and replaced.
+    """
+    narrow_magic = np.iinfo(records.dtype).max
+    if records.size and (records[:, 0] != narrow_magic).any():
+        raise ValueError(f"records to widen do not start with the magic {narrow_magic:#x}: misaligned range")
+    out = records.astype(storage.numpy_dtype)
+    out[:, 0] = storage.magic
+    return out
 
 
 def decode_record(record: np.ndarray, n_segments: int) -> list[np.ndarray]:

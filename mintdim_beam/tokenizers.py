@@ -21,13 +21,13 @@ import json
 import os
 import threading
 from collections import abc
-from dataclasses import dataclass
 from itertools import chain
 from typing import Sequence
 
 import numpy as np
 
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+from .shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
 from .unk_rows import CharColumn
 
 _UNSET = object()
@@ -38,33 +38,14 @@ HF_JSON = "hf_json"
 #: Extension each tokenizer kind accepts (spec: "Supported formats").
 EXTENSIONS = {SENTENCEPIECE: ".model", HF_JSON: ".json"}
 
-UINT16_MAX = 0xFFFF
-UINT32_MAX = 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class TokenStorage:
-    """On-disk token dtype and the reserved per-record magic value."""
-
-    dtype: str  # "uint16" or "uint32"
-    magic: int
-
-    @property
-    def bytes_per_token(self) -> int:
-        return 2 if self.dtype == "uint16" else 4
-
-    @property
-    def numpy_dtype(self) -> np.dtype:
-        """Little-endian numpy dtype of every slot in a shard."""
-        return np.dtype("<u2") if self.dtype == "uint16" else np.dtype("<u4")
-
 
 def select_storage(vocab_size: int) -> TokenStorage:
-    """Pick the smallest dtype whose magic value cannot collide with a token id."""
+    """Pick the smallest dtype whose magic value cannot collide with a token id (the
+    ids' dtype; a dataset's slots may be wider: ``shard_format.slot_storage``)."""
     if vocab_size <= UINT16_MAX:
-        return TokenStorage("uint16", UINT16_MAX)
+        return UINT16
     if vocab_size <= UINT32_MAX:
-        return TokenStorage("uint32", UINT32_MAX)
+        return UINT32
     raise TokenDTypeCapacityError(vocab_size=vocab_size)
 
 

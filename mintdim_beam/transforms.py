@@ -61,7 +61,7 @@ from .config import BuildConfig
 from .cores import usable_cores
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
 from .records import BlockEncoder
-from .shard_format import record_slots
+from .shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
 from .tokenizers import SENTENCEPIECE, load_tokenizer_preloaded
 
 NAMESPACE = "mintdim"
@@ -491,42 +491,71 @@ class _WriteOutputsFn(_StorageDoFn):
         out = self._config.outputs[task.output]
         tok = self._tokenizers[out.tokenizer]
         n = len(out.sequence_template)
-        record_bytes = (1 + n + task.unit) * tok.storage.bytes_per_token
+        # The plan decided the output's slots before any shard was written; the
+        # encoders laid out declared units for the largest declared unit.
+        slots = slot_storage(tok.storage, task.largest_unit)
         staged = layout.staged_shard(out.path, task.unit, task.shard)
         if task.pieces:
-            size = storage.write_ranges(staged, [
+            spilled = slot_storage(tok.storage, max(out.sizes))
+            record_bytes = record_slots(n, task.unit) * spilled.bytes_per_token
+            ranges = [
                 (storage.join(layout.block_dir(out.path, p.file, p.block), f"unit_{task.unit}.bin"),
                  p.start * record_bytes, p.count * record_bytes)
-                for p in task.pieces])
+                for p in task.pieces]
+            if spilled == slots:
+                size = storage.write_ranges(staged, ranges)   # a byte copy: every common build
+            else:
+                size = storage.write_bytes(staged, _widened(ranges, spilled, slots, record_slots(n, task.unit)))
         else:
-            size = storage.write_bytes(staged, self._extended_records(out, tok, task, n))
+            size = storage.write_bytes(staged, self._extended_records(out, tok, slots, task, n))
         self._shards.inc()
         return ShardResult(task.output, task.unit, task.shard, task.n_records, size)
 
-    def _extended_records(self, out, tok, task: ShardTask, n: int):
+    def _extended_records(self, out, tok, slots: TokenStorage, task: ShardTask, n: int):
         """Records of an extended unit, as chunks of at most ``EXTENDED_CHUNK_BYTES``
         (or one record): few, long samples, each one contiguous run of tokens in its
         block's overflow spill, so each is one slice copy.
 
         Chunked because an extended unit can be wide (a 1 MB line is a unit of 800k
         tokens) and a shard holds every sample that needs it: built whole, a shard of a
-        4x larger corpus held 4x the memory (two copies) at once.
+        4x larger corpus held 4x the memory (two copies) at once. The spill holds ids
+        in the vocabulary's dtype; the records are in the output's ``slots``.
         """
         lengths = np.array([m[2].lengths for m in task.overflow], dtype=np.int64).reshape(-1, n)
-        slots = record_slots(n, task.unit)
-        per_chunk = max(1, EXTENDED_CHUNK_BYTES // (slots * tok.storage.bytes_per_token))
+        width = record_slots(n, task.unit)
+        per_chunk = max(1, EXTENDED_CHUNK_BYTES // (width * slots.bytes_per_token))
+        spilled = tok.storage.numpy_dtype
         for first in range(0, len(lengths), per_chunk):
             rows = lengths[first:first + per_chunk]
-            dtype = tok.storage.numpy_dtype
-            records = np.full((len(rows), slots), tok.pad_id, dtype)
-            records[:, 0] = tok.storage.magic
+            check_fits(rows, np.iinfo(slots.numpy_dtype).max, "segment length")
+            records = np.full((len(rows), width), tok.pad_id, slots.numpy_dtype)
+            records[:, 0] = slots.magic
             records[:, 1:1 + n] = rows
             for r, (file, block, ovf) in enumerate(task.overflow[first:first + per_chunk]):
                 path = storage.join(layout.block_dir(out.path, file, block), "overflow.bin")
-                data = np.frombuffer(storage.read_range(path, ovf.token_offset * dtype.itemsize,
-                                                        ovf.token_count * dtype.itemsize), dtype)
+                data = np.frombuffer(storage.read_range(path, ovf.token_offset * spilled.itemsize,
+                                                        ovf.token_count * spilled.itemsize), spilled)
                 records[r, 1 + n:1 + n + len(data)] = data
             yield storage.byte_view(records)
+
+
+def _widened(ranges: list, spilled: TokenStorage, slots: TokenStorage, width: int):
+    """The records of ``ranges`` (laid out in ``spilled``'s slots) in the wider
+    ``slots``, in chunks of about ``EXTENDED_CHUNK_BYTES`` (at least one record).
+
+    Only when ``extend`` reached a unit above 65,535 and the declared units did not:
+    their spills were written before the plan knew, in the vocabulary's narrow slots.
+    """
+    record_bytes = width * spilled.bytes_per_token
+    per_chunk = max(1, EXTENDED_CHUNK_BYTES // (width * slots.bytes_per_token)) * record_bytes
+    for path, start, length in ranges:
+        for at in range(start, start + length, per_chunk):
+            take = min(per_chunk, start + length - at)
+            data = storage.read_range(path, at, take)
+            if len(data) != take:
+                raise IOError(f"{path}: spill ends at byte {at + len(data)}, the plan expects {at + take}")
+            records = np.frombuffer(data, spilled.numpy_dtype).reshape(-1, width)
+            yield storage.byte_view(widen_records(records, slots))
 
 
 class _HashInputFn(_StorageDoFn):

@@ -555,6 +555,11 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                         "seg_spans": seg_spans})
 
     unit_sizes = sorted(unit_sizes)
+    # DESIGN.md section 5: a slot holds every value written to it, and a length header
+    # can be as large as its unit; a largest unit (declared or reached by extend) above
+    # 65,535 therefore means uint32 slots, whatever the vocabulary needs.
+    if max(unit_sizes) > 0xFFFF:
+        dtype_name, np_dtype, magic, bytes_per_token = "uint32", "<u4", 0xFFFFFFFF, 4
     files = {}
 
     # -- shards, sample_index and unk_index
@@ -579,6 +584,7 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                 record = [magic] + [len(ids) for ids in item["seg_ids"]]
                 record += payload + [pad_id] * (unit - written_count)
                 assert len(record) == 1 + len(sequence_template) + unit
+                assert max(record[1:]) <= magic, "a value that does not fit its slot"
                 blob += np.array(record, dtype=np_dtype).tobytes()
                 tokens += written_count
                 pads += unit - written_count

@@ -1,8 +1,12 @@
 """The record codec shared by the writer and readers."""
 
 import numpy as np
+import pytest
 
-from mintdim_beam.shard_format import decode_record, layout_units, ragged_gather_index, view_records
+from mintdim_beam.shard_format import (UINT16, UINT32, SlotOverflowError, decode_record, layout_units,
+                                       ragged_gather_index, slot_storage, view_records, widen_records)
+
+U2, U4 = np.dtype("<u2"), np.dtype("<u4")
 
 
 def test_ragged_gather_index():
@@ -87,3 +91,63 @@ def test_layout_matches_the_record_by_record_definition():
         assert sorted(got) == sorted(want)
         for u in want:
             np.testing.assert_array_equal(got[u], want[u])
+
+
+# --------------------------------------------------------------------------- slots hold every value
+
+
+def _one(length: int, unit: int, dtype, ids=None, pad_id=0):
+    """Lay out one single-segment sample of ``length`` tokens in ``unit``."""
+    source = np.arange(length, dtype=np.int64) % 300 if ids is None else np.asarray(ids, np.int64)
+    magic = np.iinfo(dtype).max
+    return layout_units(np.array([unit]), np.array([[length]]), np.array([[0]]), source, magic, pad_id, dtype)
+
+
+def test_slots_widen_only_for_a_unit_above_65535():
+    assert slot_storage(UINT16, 65535) == UINT16
+    assert slot_storage(UINT16, 65536) == UINT32 == slot_storage(UINT16, 131072)
+    assert slot_storage(UINT32, 8) == UINT32
+    assert (UINT32.dtype, UINT32.magic, UINT32.bytes_per_token) == ("uint32", 0xFFFFFFFF, 4)
+
+
+def test_a_header_length_that_does_not_fit_is_refused_not_wrapped():
+    # 112,370 tokens in uint16 slots used to be written as 112,370 mod 65,536 = 46,834.
+    with pytest.raises(SlotOverflowError, match=r"segment length 112370 does not fit a record slot \(0\.\.65535\)"):
+        _one(112370, 131072, U2)
+    rec = _one(112370, 131072, U4)[131072][0]
+    assert rec[:2].tolist() == [0xFFFFFFFF, 112370]
+    assert [s.tolist() for s in decode_record(rec, 1)] == [(np.arange(112370) % 300).tolist()]
+
+
+def test_a_unit_above_65535_is_refused_in_uint16_slots_even_for_a_short_sample():
+    with pytest.raises(SlotOverflowError, match="unit size 65536 does not fit"):
+        _one(3, 65536, U2)
+    assert _one(3, 65535, U2)[65535].shape == (1, 1 + 1 + 65535)
+
+
+def test_the_longest_length_uint16_holds_is_kept():
+    rec = _one(65535, 65535, U2)[65535][0]
+    assert rec[:2].tolist() == [0xFFFF, 0xFFFF]
+    assert (rec[2:] == np.arange(65535) % 300).all()
+
+
+def test_a_token_id_at_or_above_the_magic_is_refused():
+    with pytest.raises(SlotOverflowError, match=r"token id 65535 does not fit a record slot \(0\.\.65534\)"):
+        _one(2, 4, U2, ids=[7, 65535])
+    with pytest.raises(SlotOverflowError, match="token id 70000 does not fit"):
+        _one(2, 4, U2, ids=[70000, 1])
+    with pytest.raises(SlotOverflowError, match="token id -1 does not fit"):
+        _one(2, 4, U2, ids=[-1, 1])
+    assert _one(2, 4, U4, ids=[70000, 1])[4].tolist() == [[0xFFFFFFFF, 2, 70000, 1, 0, 0]]
+    with pytest.raises(SlotOverflowError, match="pad id 65535 does not fit"):
+        _one(2, 4, U2, ids=[1, 2], pad_id=65535)
+
+
+def test_widen_records_keeps_every_value_and_swaps_the_magic():
+    narrow = _one(5, 8, U2, ids=[65534, 0, 9, 3, 12], pad_id=7)[8]
+    wide = widen_records(narrow, UINT32)
+    assert wide.dtype == U4
+    assert wide.tolist() == [[0xFFFFFFFF, 5, 65534, 0, 9, 3, 12, 7, 7, 7]]
+    assert wide.tolist() == _one(5, 8, U4, ids=[65534, 0, 9, 3, 12], pad_id=7)[8].tolist()
+    with pytest.raises(ValueError, match="misaligned"):
+        widen_records(narrow[:, 1:], UINT32)
