@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from . import digests, errors, warm_workers
+from . import digests, errors, patterns, warm_workers
 from .imports import collector_paused, freeze_at_exit
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
@@ -105,7 +105,8 @@ class UnitBuildJob:
         error class when validation fails or a policy aborts the build. Returns a
         ``BuildResult``.
         """
-        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators)
+        config = patterns.expand(self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators),
+                                 options)
         # Both overlap the Beam import below: hashing the inputs, and (when the default
         # local runner will use worker processes) starting those workers.
         early = digests.start_local(config)

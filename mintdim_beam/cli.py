@@ -31,7 +31,7 @@ import signal
 import sys
 from typing import Optional, Sequence
 
-from . import consumer_cli, digests, errors, warm_workers
+from . import consumer_cli, digests, errors, patterns, warm_workers
 from .imports import collector_paused, freeze_at_exit
 from .config import (DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_build_id, check_job_sections,
                      resolve, run_settings)
@@ -123,6 +123,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         on_bad_record=run.get("on_bad_record", "abort"),
     )
     config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE), run["accelerators"])
+    config = patterns.expand(config, list(beam_args))
     early = pool = None
     if not run.get("versioned"):
         # Both overlap the Beam import: hashing the inputs, and starting the worker

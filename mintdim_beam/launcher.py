@@ -31,7 +31,7 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
 
-from . import __version__, blocks, errors, layout, preflight, publish, storage
+from . import __version__, blocks, errors, layout, patterns, preflight, publish, storage
 from .config import BuildConfig, check_build_id
 from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
@@ -207,6 +207,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
 def _launch(config, runner, options, ask, interactive, echo, input_digests, warm_pool) -> BuildResult:
     opts = make_options(options)
     storage.configure(opts, force=True)  # s3:// endpoints and keys, before preflight reads
+    config = patterns.expand(config)     # when the caller has not
     pre = preflight.check(config, ask=ask, interactive=interactive)
     runner, opts = _runner_alias(runner, opts)
     choose_local_mode(config, runner, opts)
@@ -489,6 +490,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
         check_build_id(build_id)
     opts = make_options(options)
     storage.configure(opts, force=True)
+    config = patterns.expand(config)
     roots = tuple(out.path for out in config.outputs)
     digests = None
     current: dict = {}

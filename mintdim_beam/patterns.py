@@ -1,0 +1,68 @@
+"""Input patterns: entries of ``files`` that are globs, expanded to the files they match.
+
+Corpora such as C4 or Dolma are thousands of files named by a pattern
+(``gs://bucket/c4/en/c4-train.*.json.gz``). An entry of ``files`` holding ``*``, ``?``
+or ``[`` is a pattern: it is expanded through Beam's ``FileSystems.match`` (local paths,
+``gs://``, ``s3://`` alike), its matches sorted by path, and each match takes the
+settings of the entry as written. The 1-or-N mapping of the other settings refers to
+the entries as written (``config.resolve`` has checked it), so expansion works on the
+resolved :class:`BuildConfig` and copies each entry's ``FileSpec``.
+
+Everything downstream (the manifest's source list, sample ids, ``source_file``, the
+fingerprint) sees the expanded list, as if the user had written it. A pattern that
+matches no file is the spec's missing-file error, like a missing path.
+
+Beam is imported only when an entry is a pattern, so a build of named files starts as
+fast as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from . import errors
+from .config import BuildConfig, FileSpec
+
+_GLOB = ("*", "?", "[")
+
+
+def is_pattern(path: str) -> bool:
+    return any(c in path for c in _GLOB)
+
+
+def has_patterns(config: BuildConfig) -> bool:
+    return any(is_pattern(f.path) for f in config.files)
+
+
+def match(pattern: str) -> list[str]:
+    """The files ``pattern`` matches, sorted by path (directories left out)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    found = FileSystems.match([pattern])[0].metadata_list
+    paths = sorted(m.path for m in found)
+    if "://" not in pattern:
+        paths = [p for p in paths if not os.path.isdir(p)]
+    return paths
+
+
+def expand(config: BuildConfig, options=None) -> BuildConfig:
+    """``config`` with every pattern entry replaced by its matches (unchanged when no
+    entry is a pattern). ``options``: Beam flags or ``PipelineOptions`` that reach the
+    storage the patterns name (``--s3_endpoint_url``, ...)."""
+    if not has_patterns(config):
+        return config
+    from . import storage
+
+    storage.configure(options, force=True)
+    files: list[FileSpec] = []
+    members: dict[int, list[int]] = {out.index: [] for out in config.outputs}
+    for spec in config.files:
+        paths = match(spec.path) if is_pattern(spec.path) else [spec.path]
+        if not paths:
+            raise errors.MintDimFileNotFoundError(context="source", path=spec.path)
+        for path in paths:
+            members[spec.output].append(len(files))
+            files.append(dataclasses.replace(spec, index=len(files), path=path))
+    outputs = tuple(dataclasses.replace(out, files=tuple(members[out.index])) for out in config.outputs)
+    return dataclasses.replace(config, files=tuple(files), outputs=outputs)

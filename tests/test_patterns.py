@@ -1,0 +1,148 @@
+"""Entries of ``files`` that are glob patterns, expanded through ``FileSystems.match``.
+
+Each match takes its entry's settings (the 1-or-N mapping counts entries as written),
+matches are sorted by path, and the build is the build of the expanded list written out
+by hand: the same bytes, manifest included.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, read_jsonl, run_pipeline,
+                      write_jsonl)
+from mintdim_beam import errors
+
+sys.path.insert(0, str(TESTDATA))
+import textgen  # noqa: E402
+
+SP = str(TESTDATA / "sp_unigram.model")
+
+
+def _rows(seed: int, n: int) -> list:
+    import random
+
+    return textgen.instruction_records(random.Random(seed), n)
+
+
+def _corpus(root: Path) -> dict:
+    """Files written in an order that is not their sorted order, some compressed."""
+    data = root / "data"
+    for name, seed in (("c4-002.jsonl.gz", 2), ("c4-000.jsonl.gz", 0), ("c4-001.jsonl.gz", 1)):
+        data.mkdir(parents=True, exist_ok=True)
+        raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(seed, 12)).encode()
+        (data / name).write_bytes(gzip.compress(raw))
+    (data / "notes.txt").write_text("not an input\n")
+    (data / "c4-dir.jsonl.gz").mkdir()          # a directory the pattern also matches
+    chat = write_jsonl(root / "chat.jsonl", [{"instruction": "Hi", "input": "", "output": "Hello!"}] * 3)
+    return {"pattern": str(data / "c4-*.jsonl.gz"),
+            "matches": [str(data / f"c4-00{k}.jsonl.gz") for k in range(3)],
+            "chat": chat}
+
+
+def _job(files, templates, outs, sizes, **extra) -> dict:
+    job = dict(files=files, fields=[["instruction", "input", "output"]], templates=templates,
+               tokenizer_kind="sentencepiece", tokenizer_files=[SP], sizes=sizes, samples_per_shard=[8],
+               output_dirs=outs, on_overflow="truncate", on_template_unk="continue", build_batch=[4])
+    job.update(extra)
+    return job
+
+
+def test_pattern_build_is_the_build_of_its_matches(tmp_path):
+    found = _corpus(tmp_path)
+    templates = ["{instruction}\n{input}\n{output}", "User: {instruction}{input}\nBot: {output}"]
+    sizes = [[32, 64], [16, 32]]
+    outs = [str(tmp_path / "by_pattern" / "c4"), str(tmp_path / "by_pattern" / "chat")]
+    # Two entries as written: two templates, sizes and outputs map onto them.
+    run_pipeline(**_job([found["pattern"], found["chat"]], templates, outs, sizes))
+    listed = found["matches"] + [found["chat"]]
+    by_hand = [str(tmp_path / "by_hand" / "c4"), str(tmp_path / "by_hand" / "chat")]
+    run_pipeline(**_job(listed, [templates[0]] * 3 + [templates[1]], [by_hand[0]] * 3 + [by_hand[1]],
+                        [sizes[0]] * 3 + [sizes[1]]))
+    for a, b in zip(outs, by_hand):
+        assert_same_outputs(a, b)
+    manifest = json.loads((Path(outs[0]) / "manifest.json").read_bytes())
+    assert manifest["source"]["files"] == found["matches"]
+    rows = read_jsonl(Path(outs[0]) / "sample_index.jsonl")
+    order = [r["source_file"] for r in sorted(rows, key=lambda r: r["sample_id"])]
+    assert order == sorted(order) and sorted(set(order)) == found["matches"]
+
+
+def test_pattern_matching_nothing_is_a_missing_file(tmp_path):
+    found = _corpus(tmp_path)
+    pattern = str(tmp_path / "data" / "c4-*.json.zst")
+    out = tmp_path / "out"
+    with pytest.raises(errors.MintDimFileNotFoundError) as info:
+        run_pipeline(**_job([found["pattern"], pattern], ["{instruction}{input}{output}"], str(out), [[32]]))
+    assert info.value.path == pattern and info.value.context == "source"
+    assert pattern in info.value.english and pattern in info.value.vietnamese
+    assert_nothing_published(out)
+
+
+def test_mapping_counts_the_entries_as_written(tmp_path):
+    """Two entries, one a pattern of three files: two templates map, three do not."""
+    found = _corpus(tmp_path)
+    two = ["{instruction}{input}{output}", "{output}{input}{instruction}"]
+    result = run_pipeline(**_job([found["pattern"], found["chat"]], two,
+                                 [str(tmp_path / "ok" / "c4"), str(tmp_path / "ok" / "chat")], [[32]]))
+    assert [o.stats["total_samples"] for o in result.outputs] == [3 * 12, 3]
+    with pytest.raises(errors.TemplateMappingError) as info:
+        run_pipeline(**_job([found["pattern"], found["chat"]], ["{instruction}{input}{output}"] * 3,
+                            str(tmp_path / "out"), [[32]]))
+    assert (info.value.files, info.value.got) == (2, 3)
+
+
+def test_pattern_on_the_command_line(tmp_path, monkeypatch, capsys):
+    from mintdim_beam.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    _corpus(tmp_path)
+    Path("job.yaml").write_text(
+        'source:\n  files: ["data/c4-*.jsonl.gz"]\n  fields: [["instruction", "input", "output"]]\n'
+        '  templates: ["{instruction}\\n{input}\\n{output}"]\n'
+        f'tokenizer:\n  sentencepiece: ["{SP}"]\n'
+        'units:\n  sizes: [[64]]\n  build_batch: [4]\n'
+        'output:\n  dir: ["out"]\n  samples_per_shard: [8]\n'
+        'run:\n  on_overflow: truncate\n  on_template_unk: continue\n', encoding="utf-8")
+    assert main(["build", "job.yaml"]) == 0, capsys.readouterr().err
+    rows = read_jsonl(tmp_path / "out" / "sample_index.jsonl")
+    assert sorted({r["source_file"] for r in rows}) == [f"data/c4-00{k}.jsonl.gz" for k in range(3)]
+    Path("job.yaml").write_text(Path("job.yaml").read_text().replace("c4-*", "c5-*").replace('"out"', '"out2"'))
+    code = main(["build", "job.yaml"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "[english] MintDimFileNotFoundError" in err and "data/c5-*.jsonl.gz" in err
+    assert_nothing_published(tmp_path / "out2")
+
+
+def test_pattern_on_s3(s3_remote, tmp_path):
+    found = _corpus(tmp_path)
+    prefix = f"{s3_remote.root}/patterns"
+    for path in found["matches"][::-1]:
+        s3_remote.upload(path, f"patterns/in/{Path(path).name}")
+    s3_remote.upload(str(tmp_path / "data" / "notes.txt"), "patterns/in/notes.txt")
+    template = ["{instruction}\n{input}\n{output}"]
+    out = f"{prefix}/out"
+    run_pipeline(**_job([f"{prefix}/in/c4-*.jsonl.gz"], template, out, [[32, 64]], options=s3_remote.options))
+    local = tmp_path / "local"
+    run_pipeline(**_job(found["matches"], template, str(local), [[32, 64]]))
+    got = s3_remote.download_tree(out)
+    pairs = [(f"{prefix}/in/{Path(p).name}", p) for p in found["matches"]]
+
+    def local_paths(data: bytes) -> bytes:
+        for remote_path, local_path in pairs:
+            data = data.replace(remote_path.encode(), local_path.encode())
+        return data
+
+    for name in ("sample_index.jsonl", "stats.json", "histogram.json"):
+        assert local_paths(got[name]) == (local / name).read_bytes(), name
+    manifest = json.loads(got["manifest.json"])
+    assert manifest["source"]["files"] == [remote for remote, _ in pairs]
+
+
+from test_remote_storage import s3_remote  # noqa: E402,F401  (the moto fixture)
