@@ -421,8 +421,8 @@ def _add_export(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing output files (default: refuse)")
     p.add_argument("--row-group-rows", type=int, default=65_536, metavar="N",
                    help="parquet: most samples per row group (default 65536)")
-    p.add_argument("--row-group-tokens", type=int, default=1 << 22, metavar="N",
-                   help="parquet: a row group closes once it holds N tokens (default 4194304)")
+    p.add_argument("--row-group-tokens", type=int, default=1 << 20, metavar="N",
+                   help="parquet: a row group closes once it holds N tokens (default 1048576)")
     p.set_defaults(consumer_command="export")
 
 

@@ -12,14 +12,16 @@ let it leave that reader:
   ``input_ids``, ``segment_lengths``, ``source_file``, ``source_line``, ``hash``), which
   pyarrow, pandas, DuckDB and Hugging Face ``datasets`` open directly.
 
-Both stream: samples are read through :class:`~mintdim_beam.reader.OutputReader` (so
-every record gets the reader's checks: magic, header, shard size) and written in chunks
-of bounded size, so a dataset of any size exports in the memory of one chunk plus the
-reader's index. What the export itself checks on top is what the conversion relies on:
-each record's header agrees with ``sample_index.jsonl`` and every token id fits the
-target type. A failure raises :class:`~mintdim_beam.reader.ReaderError` and leaves
-nothing under the output names: files are written under temporary names and renamed
-only once complete.
+Both stream. Samples are read with :meth:`~mintdim_beam.reader.OutputReader.batches`,
+a unit at a time in shard order, so every record gets the reader's checks (magic,
+segment lengths against ``sample_index.jsonl``, empty fields, place in the unit,
+token ids against the vocabulary, pad tail) with numpy, a batch at a time; the units'
+streams are merged by sample_id in chunks of bounded size (:func:`iter_chunks`), so a
+dataset of any size exports in the memory of one chunk plus the reader's index. The
+export adds what the conversion itself relies on: every sample the index lists is in
+the shards, and every id fits the target type. A failure raises
+:class:`~mintdim_beam.reader.ReaderError` and leaves nothing under the output names:
+files are written under temporary names and renamed only once all are complete.
 
 Like the reader, this module needs numpy (and pyarrow for Parquet) only; a remote
 source or destination (``gs://``, ``s3://``) goes through Beam's ``FileSystems``,
@@ -34,11 +36,11 @@ import struct
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from .reader import OutputReader, ReaderError, Sample, is_local
+from .reader import OutputReader, ReaderError, is_local
 
 FORMATS = ("megatron", "parquet")
 
@@ -47,10 +49,10 @@ MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_VERSION = 1
 MEGATRON_DTYPE_CODES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 
-_CHUNK_TOKENS = 1 << 22            # tokens buffered before a .bin write (8-16 MiB)
+_CHUNK_TOKENS = 1 << 20            # tokens read, checked and written at a time
 _INDEX_CHUNK = 1 << 20             # .idx entries computed at a time
 DEFAULT_ROW_GROUP_ROWS = 65_536
-DEFAULT_ROW_GROUP_TOKENS = 1 << 22
+DEFAULT_ROW_GROUP_TOKENS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -71,19 +73,90 @@ class ExportSummary:
 # --------------------------------------------------------------------------- reading
 
 
-def iter_checked_samples(reader: OutputReader) -> Iterator[Sample]:
-    """Every written sample in ascending sample_id, each checked against its index row."""
-    index = reader.index
-    order = reader.sample_ids       # ascending; row_of maps each to its index row
-    for sample_id in order.tolist():
-        row = reader.row_of(sample_id)
-        sample = reader.sample_at_row(row)
-        want = int(index.token_count[row])
-        if sample.token_count != want:
-            raise ReaderError(
-                f"{reader.path}: {sample.shard_path} record {sample.shard_record} (sample {sample_id}): "
-                f"header lengths sum to {sample.token_count}, sample_index.jsonl says token_count {want}")
-        yield sample
+class Chunk(NamedTuple):
+    """Consecutive written samples (ascending sample_id), their tokens back to back."""
+
+    rows: np.ndarray            # (k,) rows of sample_index.jsonl
+    sample_ids: np.ndarray      # (k,)
+    units: np.ndarray           # (k,) unit size of each sample
+    lengths: np.ndarray         # (k, n_segments) segment lengths
+    token_counts: np.ndarray    # (k,)
+    ids: np.ndarray             # every payload token of the k samples, in order, unpadded
+
+
+class _UnitStream:
+    """One unit's checked records in ascending sample_id, taken a few at a time."""
+
+    def __init__(self, reader: OutputReader, unit: int):
+        self._batches = reader.batches(unit)
+        self._ids = self._records = None
+        self._at = 0
+
+    def take(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next ``k`` records and their sample ids (views when one batch holds them)."""
+        ids, recs = [], []
+        while k:
+            if self._records is None or self._at == len(self._ids):
+                batch = next(self._batches, None)
+                if batch is None:
+                    break
+                # A plain view: slicing a memmap subclass costs more than the slice.
+                self._ids, self._records, self._at = batch.sample_ids, batch.records.view(np.ndarray), 0
+            n = min(k, len(self._ids) - self._at)
+            ids.append(self._ids[self._at:self._at + n])
+            recs.append(self._records[self._at:self._at + n])
+            self._at += n
+            k -= n
+        if len(recs) == 1:
+            return ids[0], recs[0]
+        return np.concatenate(ids) if ids else np.zeros(0, np.int64), \
+            np.concatenate(recs) if recs else np.zeros((0, 0))
+
+
+def iter_chunks(reader: OutputReader, max_rows: int, max_tokens: int) -> Iterator[Chunk]:
+    """Every written sample in ascending sample_id, checked, in :class:`Chunk` s.
+
+    A chunk closes at ``max_rows`` samples or at the first sample that takes it to
+    ``max_tokens`` tokens, so memory is bounded by one chunk whatever the dataset size.
+    Each unit's records are in ascending sample_id already (read with
+    :meth:`OutputReader.batches`, checked a batch at a time), so a chunk takes from each
+    unit as many records as the index puts in it, and interleaves their tokens by id.
+    """
+    from .shard_format import ragged_gather_index
+
+    ix = reader.index
+    order = reader.rows_by_id
+    counts_by_id = ix.token_count[order]
+    n_seg = reader.meta.n_segments
+    streams = {unit: _UnitStream(reader, unit) for unit in reader.unit_sizes}
+    p, total = 0, len(order)
+    while p < total:
+        cum = np.cumsum(counts_by_id[p:p + max_rows])
+        q = p + min(len(cum), int(np.searchsorted(cum, max_tokens, side="left")) + 1)
+        rows = order[p:q]
+        sample_ids, units, counts = ix.sample_id[rows], ix.unit[rows], counts_by_id[p:q]
+        lengths = np.zeros((q - p, n_seg), np.int64)
+        starts = np.zeros(q - p, np.int64)
+        flat, base = [], 0
+        for unit in np.unique(units).tolist():
+            mine = np.nonzero(units == unit)[0]
+            got_ids, recs = streams[unit].take(len(mine))
+            if not np.array_equal(got_ids, sample_ids[mine]):
+                raise ReaderError(f"{reader.path}: unit {unit}'s shards hold other samples than "
+                                  f"sample_index.jsonl puts there (from sample {int(sample_ids[mine][0])})")
+            lengths[mine] = recs[:, 1:1 + n_seg]
+            used = np.arange(unit)[None, :] < counts[mine][:, None]
+            flat.append(recs[:, 1 + n_seg:][used])
+            starts[mine] = base + np.cumsum(counts[mine]) - counts[mine]
+            base += int(counts[mine].sum())
+        tokens = np.concatenate(flat)
+        yield Chunk(rows, sample_ids, units, lengths, counts, tokens[ragged_gather_index(starts, counts)])
+        p = q
+    for unit, stream in streams.items():
+        extra, _ = stream.take(1)
+        if len(extra):
+            raise ReaderError(f"{reader.path}: unit {unit}'s shards hold sample {int(extra[0])} beyond the "
+                              f"samples sample_index.jsonl lists")
 
 
 def token_dtype(reader: OutputReader) -> np.dtype:
@@ -99,39 +172,16 @@ def token_dtype(reader: OutputReader) -> np.dtype:
     return np.dtype(np.int32)
 
 
-def _check_ids(reader: OutputReader, ids: np.ndarray, dtype: np.dtype, samples: list) -> None:
-    """Every id must fit ``dtype`` and lie below the vocabulary size."""
-    if not ids.size:
+def _check_fits(reader: OutputReader, chunk: Chunk, dtype: np.dtype) -> None:
+    """Every id must fit ``dtype`` (the reader has checked them against the vocabulary
+    size when the manifest gives one)."""
+    top = int(np.iinfo(dtype).max)
+    if not chunk.ids.size or int(chunk.ids.max()) <= top:
         return
-    limit = int(np.iinfo(dtype).max) + 1
-    vocab = reader.meta.vocab_size
-    if isinstance(vocab, int) and vocab > 0:
-        limit = min(limit, vocab)
-    top = int(ids.max())
-    if top < limit:
-        return
-    for sample in samples:
-        payload = sample.payload
-        if payload.size and int(payload.max()) >= limit:
-            bad = int(payload.max())
-            what = f"vocab_size {vocab}" if isinstance(vocab, int) and limit == vocab else f"{dtype.name}"
-            raise ReaderError(
-                f"{reader.path}: {sample.shard_path} record {sample.shard_record} (sample {sample.sample_id}): "
-                f"token id {bad} does not fit {what}")
-    raise ReaderError(f"{reader.path}: token id {top} does not fit {dtype.name}")  # pragma: no cover
-
-
-def _batches(reader: OutputReader, max_rows: int, max_tokens: int) -> Iterator[list]:
-    """Checked samples in ascending sample_id, in lists bounded by rows and tokens."""
-    batch, tokens = [], 0
-    for sample in iter_checked_samples(reader):
-        batch.append(sample)
-        tokens += sample.token_count
-        if len(batch) >= max_rows or tokens >= max_tokens:
-            yield batch
-            batch, tokens = [], 0
-    if batch:
-        yield batch
+    at = int(np.argmax(chunk.ids > top))
+    j = int(np.searchsorted(np.cumsum(chunk.token_counts), at, side="right"))
+    raise ReaderError(f"{reader.path}: sample {int(chunk.sample_ids[j])} holds token id {int(chunk.ids[at])}, "
+                      f"which does not fit {dtype.name}")
 
 
 # --------------------------------------------------------------------------- staging
@@ -270,15 +320,13 @@ def export_megatron(source: str | OutputReader, prefix: str, overwrite: bool = F
         lengths = np.zeros(n, np.int32)
         done = tokens = 0
         with open(staged.path(bin_path), "wb") as out:
-            for batch in _batches(reader, max_rows=1 << 16, max_tokens=_CHUNK_TOKENS):
-                ids = np.concatenate([s.payload for s in batch]) if batch else np.zeros(0, dtype)
-                _check_ids(reader, ids, dtype, batch)
-                out.write(ids.astype(dtype.newbyteorder("<"), copy=False).tobytes())
-                lengths[done:done + len(batch)] = [s.token_count for s in batch]
-                done += len(batch)
-                tokens += int(ids.size)
-        if done != n:   # pragma: no cover - the reader yields one sample per index row
-            raise ReaderError(f"{reader.path}: read {done} samples, sample_index.jsonl lists {n}")
+            for chunk in iter_chunks(reader, max_rows=1 << 20, max_tokens=_CHUNK_TOKENS):
+                _check_fits(reader, chunk, dtype)
+                out.write(chunk.ids.astype(dtype.newbyteorder("<"), copy=False).tobytes())
+                k = len(chunk.sample_ids)
+                lengths[done:done + k] = chunk.token_counts
+                done += k
+                tokens += int(chunk.ids.size)
         with open(staged.path(idx_path), "wb") as out:
             out.write(megatron_index_header(dtype, n, n + 1))
             out.write(lengths.astype("<i4").tobytes())
@@ -325,22 +373,23 @@ def parquet_schema(reader: OutputReader):
     ], metadata={"mintdim": json.dumps(facts, ensure_ascii=False)})
 
 
-def _parquet_table(schema, batch: list, ids: np.ndarray, n_segments: int):
+def _parquet_table(schema, reader: OutputReader, chunk: Chunk, files):
     import pyarrow as pa
 
-    counts = np.fromiter((s.token_count for s in batch), np.int64, len(batch))
-    offsets = np.zeros(len(batch) + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    lengths = np.concatenate([s.lengths for s in batch]).astype(np.int32)
-    seg_offsets = np.arange(0, (len(batch) + 1) * n_segments, n_segments, dtype=np.int32)
+    k, n_seg = chunk.lengths.shape
+    offsets = np.zeros(k + 1, np.int32)
+    np.cumsum(chunk.token_counts, out=offsets[1:])
+    seg_offsets = np.arange(0, (k + 1) * n_seg, n_seg, dtype=np.int32)
+    ix = reader.index
+    hexes = ix.digest[chunk.rows].tobytes().hex()
     columns = [
-        pa.array([s.sample_id for s in batch], pa.int64()),
-        pa.array([s.unit_size for s in batch], pa.int32()),
-        pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids.astype(np.int32))),
-        pa.ListArray.from_arrays(pa.array(seg_offsets), pa.array(lengths)),
-        pa.array([s.source_file for s in batch], pa.string()),
-        pa.array([s.source_line for s in batch], pa.int64()),
-        pa.array([s.hash for s in batch], pa.string()),
+        pa.array(chunk.sample_ids, pa.int64()),
+        pa.array(chunk.units.astype(np.int32)),
+        pa.ListArray.from_arrays(pa.array(offsets), pa.array(chunk.ids.astype(np.int32))),
+        pa.ListArray.from_arrays(pa.array(seg_offsets), pa.array(chunk.lengths.reshape(-1).astype(np.int32))),
+        files.take(pa.array(ix.file[chunk.rows])),
+        pa.array(ix.line[chunk.rows], pa.int64()),
+        pa.array([hexes[64 * j:64 * j + 64] for j in range(k)], pa.string()),
     ]
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -357,20 +406,21 @@ def export_parquet(source: str | OutputReader, out: str, overwrite: bool = False
 
     if row_group_rows <= 0 or row_group_tokens <= 0:
         raise ValueError("row_group_rows and row_group_tokens must be positive")
+    import pyarrow as pa
+
     reader = source if isinstance(source, OutputReader) else OutputReader(source)
     schema = parquet_schema(reader)
-    n_segments = reader.meta.n_segments
+    files = pa.array(reader.index.files, pa.string())
     dtype = np.dtype(np.int32)
 
     def write(staged: _Staged) -> ExportSummary:
         samples = tokens = 0
         with pq.ParquetWriter(staged.path(out), schema) as writer:
-            for batch in _batches(reader, row_group_rows, row_group_tokens):
-                ids = np.concatenate([s.payload for s in batch])
-                _check_ids(reader, ids, dtype, batch)
-                writer.write_table(_parquet_table(schema, batch, ids, n_segments))
-                samples += len(batch)
-                tokens += int(ids.size)
+            for chunk in iter_chunks(reader, row_group_rows, row_group_tokens):
+                _check_fits(reader, chunk, dtype)
+                writer.write_table(_parquet_table(schema, reader, chunk, files))
+                samples += len(chunk.sample_ids)
+                tokens += int(chunk.ids.size)
         return ExportSummary("parquet", (out,), samples, tokens, "int32")
 
     return _staged([out], overwrite, write)
