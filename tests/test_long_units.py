@@ -158,3 +158,20 @@ def test_units_up_to_65535_keep_uint16_slots(tmp_path, sp_bpe):
     assert rec[:5].tolist() == [0xFFFF, 3, 65530, 2, 0]
     assert (Path(out) / "unit_65535" / "shard_000000.bin").stat().st_size == (1 + 4 + 65535) * 2
     assert consumer_main(["verify", out]) == 0
+
+
+def test_each_output_gets_the_slots_its_own_units_need(tmp_path, sp_bpe):
+    """The rule follows the largest unit, not the longest sample: a declared unit of
+    65,536 that no sample reaches still means uint32 slots, for that output only."""
+    rows = [{"q": words(3 + k), "a": "the"} for k in range(5)]
+    src_a = write_jsonl(tmp_path / "a.jsonl", rows)
+    src_b = write_jsonl(tmp_path / "b.jsonl", rows)
+    build_and_compare(tmp_path, files=[src_a, src_b], fields=[["q", "a"]], templates=[TEMPLATE],
+                      tokenizer_kind=SP, tokenizer_files=[sp_bpe], sizes=[[16, 65536], [16]],
+                      samples_per_shard=[2], output_dirs=["wide", "narrow"])
+    wide, narrow = OutputDir(tmp_path / "wide"), OutputDir(tmp_path / "narrow")
+    assert storage_of(wide) == WIDE and storage_of(narrow) == NARROW
+    assert (tmp_path / "wide" / "unit_65536" / "EMPTY_UNIT.md").exists()
+    assert wide.decoded() == narrow.decoded()
+    assert (tmp_path / "wide" / "unit_16" / "shard_000000.bin").stat().st_size == \
+        2 * (tmp_path / "narrow" / "unit_16" / "shard_000000.bin").stat().st_size
