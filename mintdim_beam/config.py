@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from . import errors
 from .template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
-from .tokenizers import HF_JSON, SENTENCEPIECE, kind_matches_path
+from .tokenizers import HF_JSON, SENTENCEPIECE, check_kind_of_path
 
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
@@ -269,8 +269,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
                 problem=f"build_batch {value} is above the maximum {MAX_BUILD_BATCH:,}",
                 problem_vi=f"build_batch {value} vượt quá giá trị tối đa {MAX_BUILD_BATCH:,}".replace(",", "."))
     for path in job.tokenizer_files:
-        if not kind_matches_path(job.tokenizer_kind, path):
-            raise errors.TokenizerValidationError.unsupported_format(path)
+        check_kind_of_path(job.tokenizer_kind, path)
 
     file_specs = []
     out_keys: dict[str, int] = {}

@@ -391,7 +391,7 @@ class TokenizerValidationError(MintDimError):
     """
 
     _main_kind = "invalid"
-    _variant_kinds = ("unsupported_format",)
+    _variant_kinds = ("unsupported_format", "unloadable")
 
     def __init__(self, component: str, problem: str) -> None:
         facts = _facts(component=component, problem=problem)
@@ -422,6 +422,33 @@ class TokenizerValidationError(MintDimError):
             paragraphs.append(_tokenizer_type_text(facts["tokenizer_type"]))
         paragraphs += [M.TOKENIZER_SUPPORTED_FORMATS, M.bullets(M.TOKENIZER_FORMATS)]
         english, vietnamese = cls._render(M.TOKENIZER_UNSUPPORTED, paragraphs)
+        return cls._make(english, vietnamese, facts)
+
+
+    @classmethod
+    def unloadable(cls, path: str, tokenizer_type: str, problem: str, detail: str = "",
+                   looks_like: str | None = None) -> "TokenizerValidationError":
+        """The tokenizer file cannot be loaded as the declared ``tokenizer_type``.
+
+        ``problem`` is a key of ``messages.TOKENIZER_LOAD_PROBLEMS`` (empty, truncated or
+        damaged, not JSON, JSON but not a tokenizer, named as the other format);
+        ``detail`` the parser's own words; ``looks_like`` the other type when the bytes
+        read as that format, which the message then suggests.
+        """
+        facts = _facts(kind="unloadable", path=path, tokenizer_type=tokenizer_type, problem=problem,
+                       detail=detail, looks_like=looks_like)
+        said = M.TOKENIZER_LOAD_PROBLEMS[problem]
+        paragraphs = [
+            M.labeled(M.FILE, facts["path"]),
+            M.labeled(M.TOKENIZER_DECLARED, M.TOKENIZER_FORMAT_OF.get(tokenizer_type, tokenizer_type)),
+            M.labeled(M.PROBLEM, said.en.format(detail=detail, extension=detail),
+                      said.vi.format(detail=detail, extension=detail)),
+        ]
+        if looks_like in M.TOKENIZER_LOOKS_LIKE:
+            hint = M.TOKENIZER_LOOKS_LIKE[looks_like]
+            paragraphs.append(M.labeled(M.FIX, hint.en, hint.vi))
+        paragraphs.append(M.labeled(M.RULE, M.TOKENIZER_LOAD_RULE.en, M.TOKENIZER_LOAD_RULE.vi))
+        english, vietnamese = cls._render(M.TOKENIZER_UNLOADABLE, paragraphs)
         return cls._make(english, vietnamese, facts)
 
 

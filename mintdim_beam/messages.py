@@ -201,6 +201,48 @@ TOKENIZER_TYPE_VALUE = Text(
 )
 TOKENIZER_TYPE_HINT = Text(" (did you mean {close!r}?)", " (có phải ý bạn là {close!r}?)")
 
+TOKENIZER_UNLOADABLE = Text(
+    "Tokenizer file cannot be loaded.",
+    "Không thể nạp file tokenizer.",
+)
+TOKENIZER_DECLARED = Text("Declared type:", "Loại đã khai báo:")
+#: ``tokenizer.type`` -> the format it reads, as ``TOKENIZER_FORMATS`` names it.
+TOKENIZER_FORMAT_OF = {"sentencepiece": "sentencepiece (.model)", "hf_json": "huggingface tokenizer (.json)"}
+#: Why a tokenizer file cannot be loaded; ``{detail}`` is the parser's own words.
+TOKENIZER_LOAD_PROBLEMS = {
+    "empty": Text("the file is empty (0 bytes)", "file rỗng (0 byte)"),
+    "not_sentencepiece": Text(
+        "SentencePiece cannot read it as a model: the file is truncated, damaged or not a .model file",
+        "SentencePiece không đọc được file này như một model: file bị cắt cụt, bị hỏng hoặc không phải file .model"),
+    "not_utf8": Text("it is not UTF-8 text ({detail}), so it is not a tokenizer.json",
+                     "file không phải văn bản UTF-8 ({detail}), nên không phải tokenizer.json"),
+    "not_json": Text("it is not valid JSON ({detail})", "file không phải JSON hợp lệ ({detail})"),
+    "not_tokenizer": Text("it is JSON but not a Hugging Face tokenizer ({detail})",
+                          "file là JSON nhưng không phải tokenizer Hugging Face ({detail})"),
+    "no_model": Text('it is JSON without a "model" section, so not a Hugging Face tokenizer',
+                     'file là JSON nhưng không có mục "model", nên không phải tokenizer Hugging Face'),
+    "named_as_other": Text(
+        "its name ends in {extension}, the other format's extension: declare it under the tokenizer type "
+        "that reads {extension} files, or rename it",
+        "tên file kết thúc bằng {extension}, phần mở rộng của định dạng còn lại: hãy khai báo nó trong loại "
+        "tokenizer đọc file {extension}, hoặc đổi tên file"),
+}
+#: What the file's bytes are instead, when they read as the other format.
+TOKENIZER_LOOKS_LIKE = {
+    "sentencepiece": Text(
+        "the file is a SentencePiece model: declare it under tokenizer sentencepiece, with a .model name",
+        "file này là một model SentencePiece: hãy khai báo nó trong tokenizer sentencepiece, với tên file .model"),
+    "hf_json": Text(
+        "the file is a Hugging Face tokenizer.json: declare it under tokenizer hf_json, with a .json name",
+        "file này là một tokenizer.json của Hugging Face: hãy khai báo nó trong tokenizer hf_json, với tên file .json"),
+}
+TOKENIZER_LOAD_RULE = Text(
+    "a tokenizer file must be whole, as its library saved it: a SentencePiece .model or a "
+    "Hugging Face tokenizer.json",
+    "file tokenizer phải nguyên vẹn, đúng như thư viện của nó đã lưu: file .model của SentencePiece "
+    "hoặc tokenizer.json của Hugging Face",
+)
+
 TOKENIZER_SPECIAL = Text(
     "Tokenizer library did not expose a required special token.",
     "Thư viện tokenizer không cung cấp special token bắt buộc.",

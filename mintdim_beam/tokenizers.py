@@ -28,6 +28,7 @@ import numpy as np
 
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
 from .shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
+from .sp_model import read_model
 from .unk_rows import CharColumn
 
 _UNSET = object()
@@ -52,6 +53,17 @@ def select_storage(vocab_size: int) -> TokenStorage:
 def kind_matches_path(kind: str, path: str) -> bool:
     """True when ``path`` has the extension the tokenizer ``kind`` reads."""
     return os.path.splitext(path)[1].lower() == EXTENSIONS[kind]
+
+
+def check_kind_of_path(kind: str, path: str) -> None:
+    """Raise the user's error when ``path`` is not named as a tokenizer of ``kind``:
+    named as the other kind (it cannot be loaded as declared), or as neither."""
+    if kind_matches_path(kind, path):
+        return
+    extension = os.path.splitext(path)[1].lower()
+    if extension in EXTENSIONS.values():
+        raise TokenizerValidationError.unloadable(path, kind, "named_as_other", extension)
+    raise TokenizerValidationError.unsupported_format(path)
 
 
 class Positions(abc.Sequence):
@@ -164,12 +176,11 @@ class SentencePieceTokenizer(Tokenizer):
 
         self.path = path
         self._num_threads = num_threads
-        try:
-            self._sp = spm.SentencePieceProcessor(model_proto=data)
-        except Exception as exc:  # the library raises RuntimeError/OSError variants
-            raise TokenizerValidationError(
-                component="files", problem=f"could not load SentencePiece model {path}: {exc}"
-            ) from None
+        self._sp = _load_sentencepiece(path, data)
+        if self._sp is None:
+            raise TokenizerValidationError.unloadable(
+                path, SENTENCEPIECE, "empty" if not data else "not_sentencepiece",
+                looks_like=HF_JSON if data and _hf_tokenizer(data) is not None else None)
         self.vocab_size = int(self._sp.get_piece_size())
         unk, pad = int(self._sp.unk_id()), int(self._sp.pad_id())
         if unk < 0 or unk >= self.vocab_size:
@@ -294,16 +305,11 @@ class HuggingFaceTokenizer(Tokenizer):
 
     def __init__(self, path: str, data: bytes, word_encoder: bool = True):
         """``word_encoder``: encode word by word where ``accel.bpe_words`` can."""
-        from tokenizers import Tokenizer as HFTokenizer
-
         self.path = path
-        try:
-            text = data.decode("utf-8")
-            tok = HFTokenizer.from_str(text)
-        except Exception as exc:
-            raise TokenizerValidationError(
-                component="files", problem=f"could not load tokenizer.json {path}: {exc}"
-            ) from None
+        tok = _hf_tokenizer(data)
+        if tok is None:
+            raise _hf_load_error(path, data)
+        text = data.decode("utf-8")
         self.vocab_size = int(tok.get_vocab_size(with_added_tokens=True))
         self.unk_id = _hf_unk_id(tok, text, path)
         padding = tok.padding
@@ -347,6 +353,60 @@ class HuggingFaceTokenizer(Tokenizer):
 
     def decode(self, ids):
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+def _load_sentencepiece(path: str, data: bytes):
+    """A ``SentencePieceProcessor`` of the model ``data``, or None if it holds no model."""
+    import sentencepiece as spm
+
+    if not data:    # the library would make an empty processor, not fail
+        return None
+    try:
+        sp = spm.SentencePieceProcessor(model_proto=data)
+    except (RuntimeError, OSError, ValueError):     # the library's parse failures
+        return None
+    # The library also loads a file cut between two pieces (``sp_model``).
+    facts = read_model(data)
+    return sp if sp.get_piece_size() > 0 and facts is not None and facts.complete else None
+
+
+def _hf_tokenizer(data: bytes):
+    """A ``tokenizers.Tokenizer`` of the ``tokenizer.json`` bytes ``data``, or None."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    try:
+        return HFTokenizer.from_str(data.decode("utf-8"))
+    except Exception:   # noqa: BLE001 - the library raises a bare Exception on bad JSON
+        return None
+
+
+def _hf_load_error(path: str, data: bytes) -> TokenizerValidationError:
+    """Why ``data`` is not a ``tokenizer.json``, in the user's terms (called on failure
+    only: it parses the file again to say where it breaks)."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    def error(problem: str, detail: str = "") -> TokenizerValidationError:
+        other = SENTENCEPIECE if _load_sentencepiece(path, data) is not None else None
+        return TokenizerValidationError.unloadable(path, HF_JSON, problem, detail, looks_like=other)
+
+    if not data:
+        return error("empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error("not_utf8", f"byte 0x{data[exc.start]:02x} at offset {exc.start}")
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        where = getattr(exc, "lineno", None)
+        return error("not_json", f"{exc.msg}: line {exc.lineno}, column {exc.colno}" if where else str(exc))
+    if not isinstance(config, dict) or "model" not in config:
+        return error("no_model")
+    try:
+        HFTokenizer.from_str(text)
+    except Exception as exc:  # noqa: BLE001 - the library's own words, as the detail
+        return error("not_tokenizer", str(exc))
+    return error("not_tokenizer", "the library could not load it")
 
 
 def _hf_unk_id(tok, text: str, path: str) -> int:

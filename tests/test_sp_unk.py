@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from mintdim_beam import tokenizers
+from mintdim_beam import sp_model, tokenizers
 from mintdim_beam.accel import sp_unk
 from mintdim_beam.tokenizers import SentencePieceTokenizer
 
@@ -75,12 +75,13 @@ def realdata_dir():
 
 def test_model_facts_read_by_protobuf(tok):
     # As tests/testdata/make_testdata.py trains them (and the README there lists).
-    for name, want in (("sp_unigram.model", (sp_unk.UNIGRAM, False, "nmt_nfkc")),
-                       ("sp_nopad.model", (sp_unk.UNIGRAM, False, "identity")),
-                       ("sp_bpe.model", (2, False, "identity"))):
+    for name, want in (("sp_unigram.model", (sp_model.UNIGRAM, False, "nmt_nfkc", True)),
+                       ("sp_nopad.model", (sp_model.UNIGRAM, False, "identity", True)),
+                       ("sp_bpe.model", (2, False, "identity", True))):
         with open(tok(name), "rb") as f:
-            assert sp_unk.model_facts(f.read()) == want, name
-    assert sp_unk.model_facts(b"\x12\x05abc") is None   # a length past the end: no accelerator
+            facts = sp_model.read_model(f.read())
+        assert (facts.model_type, facts.byte_fallback, facts.normalizer, facts.complete) == want, name
+    assert sp_model.read_model(b"\x12\x05abc") is None   # a length past the end: no accelerator
 
 
 def test_unigram_models_take_the_runs_bpe_keeps_the_protos(tok):
@@ -207,7 +208,7 @@ def test_texts_changed_only_in_whitespace_and_others_agree_with_the_protos(tok):
     any other text asks for offsets. Both agree with the protos."""
     with open(tok("sp_unigram.model"), "rb") as f:
         data = f.read()
-    assert sp_unk.model_facts(data)[2] in sp_unk.BUILTIN_NORMALIZERS
+    assert sp_model.read_model(data).normalizer in sp_unk.BUILTIN_NORMALIZERS
     adapter = SentencePieceTokenizer("sp_unigram.model", data)
     assert adapter._runs is tokenizers._UNSET      # set up on first use (or prepare) ...
     adapter.prepare()
@@ -242,7 +243,7 @@ def test_a_user_defined_normalizer_takes_the_offsets(tmp_path):
     rules = tmp_path / "rules.tsv"
     rules.write_text("7B 7B\t7B\n")    # "{{" -> "{"
     data = _train([f"the cat sat on the mat {i} times" for i in range(200)], normalization_rule_tsv=str(rules))
-    assert sp_unk.model_facts(data)[2] == "user_defined"
+    assert sp_model.read_model(data).normalizer == "user_defined"
     adapter = SentencePieceTokenizer("rules.model", data)
     assert adapter._unk_runs is not None
     texts = ["a {b} c", "a {{b}} c", "{{{", "x {{y"]

@@ -34,10 +34,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..sp_model import UNIGRAM, read_model
 from ..unk_rows import CharColumn
-
-#: TrainerSpec.model_type values (sentencepiece_model.proto).
-UNIGRAM = 1
 
 #: Normalizers whose rule maps sentencepiece generates from Unicode (NFKC, case folding,
 #: NMT clean-up): every rule changes the text it matches. A user-defined rule table may
@@ -47,59 +45,6 @@ BUILTIN_NORMALIZERS = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
 _PROBE = "Hello {world} ^^ — naïve café 你好, xin chào thế giới \u3000ｆｕｌｌ  end\u200b.\n~`|<>"
 #: Texts whose only change is whitespace, with UNK runs at its edges.
 _WHITESPACE_PROBES = ("a{\n\n}b", "  {a", "x {\t\n }y~", "{ ", "a\u3000{\u3000}\xa0", "q{\r\n}z <\t>")
-
-
-def model_facts(data: bytes) -> Optional[tuple[int, bool, str]]:
-    """``(trainer_spec.model_type, trainer_spec.byte_fallback, normalizer_spec.name)`` of
-    a serialized ``ModelProto``, or None if protobuf cannot read it.
-
-    Parsed by the protobuf runtime against the few fields of ``sentencepiece_model.proto``
-    read here (:func:`_model_class`); every other field is kept as an unknown field.
-    sentencepiece's own ``sentencepiece_model_pb2`` is not used because it may need a
-    newer protobuf runtime than the one installed (Beam pins its own).
-    """
-    from google.protobuf.message import DecodeError
-
-    model = _model_class()()
-    try:
-        model.ParseFromString(data)
-    except DecodeError:
-        return None
-    return (model.trainer_spec.model_type, model.trainer_spec.byte_fallback,
-            model.normalizer_spec.name)
-
-
-_MODEL_CLASS = None
-
-
-def _model_class():
-    """A protobuf message class for the ``ModelProto`` fields :func:`model_facts` reads
-    (numbers and defaults as in ``sentencepiece_model.proto``), built once."""
-    global _MODEL_CLASS
-    if _MODEL_CLASS is None:
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-        F = descriptor_pb2.FieldDescriptorProto
-        proto = descriptor_pb2.FileDescriptorProto(name="mintdim_sentencepiece_model_subset.proto",
-                                                   package="mintdim_sentencepiece", syntax="proto2")
-        trainer = proto.message_type.add(name="TrainerSpec")
-        trainer.field.add(name="model_type", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL,
-                          default_value=str(UNIGRAM))
-        trainer.field.add(name="byte_fallback", number=35, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
-        normalizer = proto.message_type.add(name="NormalizerSpec")
-        normalizer.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
-        model = proto.message_type.add(name="ModelProto")
-        for name, number, kind in (("trainer_spec", 2, "TrainerSpec"), ("normalizer_spec", 3, "NormalizerSpec")):
-            model.field.add(name=name, number=number, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
-                            type_name=f".mintdim_sentencepiece.{kind}")
-        pool = descriptor_pool.DescriptorPool()
-        pool.Add(proto)
-        descriptor = pool.FindMessageTypeByName("mintdim_sentencepiece.ModelProto")
-        get_class = getattr(message_factory, "GetMessageClass", None)
-        if get_class is None:   # protobuf < 4.21
-            get_class = message_factory.MessageFactory(pool).GetPrototype
-        _MODEL_CLASS = get_class(descriptor)
-    return _MODEL_CLASS
 
 
 def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
@@ -114,12 +59,10 @@ def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
     text on which the runs differ from ``proto_substrings`` (the reference path:
     ``(texts, positions) -> substrings``).
     """
-    facts = model_facts(sp.serialized_model_proto())
-    if facts is None:
+    facts = read_model(sp.serialized_model_proto())
+    if facts is None or facts.model_type != UNIGRAM or facts.byte_fallback:
         return None
-    kind, byte_fallback, normalizer = facts
-    if kind != UNIGRAM or byte_fallback:
-        return None
+    normalizer = facts.normalizer
     pieces = sp.id_to_piece(list(range(sp.get_piece_size())))
 
     def usable(i: int) -> bool:     # a piece the encoder may emit (in its trie, not unused)

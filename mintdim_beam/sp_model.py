@@ -1,0 +1,76 @@
+"""What a SentencePiece ``.model`` file declares, read with the protobuf runtime.
+
+The SentencePiece library loads any prefix of a model that ends between two pieces: a
+file cut short there holds fewer pieces and no trainer or normalizer settings, and
+encodes text differently without a word of warning. Every model the trainer writes
+holds both settings (they follow the pieces in the file), so a model without them is
+refused as truncated. The UNK-audit accelerator (``accel.sp_unk``) reads the model
+type, byte fallback and normalizer name here too.
+
+The model is parsed against a message class declaring only those fields (numbers and
+defaults as in ``sentencepiece_model.proto``); every other field is kept as an unknown
+field. sentencepiece's own ``sentencepiece_model_pb2`` is not used because it may need a
+newer protobuf runtime than the one installed (Beam pins its own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+#: ``TrainerSpec.model_type`` of a Unigram model (sentencepiece_model.proto).
+UNIGRAM = 1
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    model_type: int          # TrainerSpec.model_type: 1 Unigram, 2 BPE, 3 word, 4 char
+    byte_fallback: bool      # TrainerSpec.byte_fallback
+    normalizer: str          # NormalizerSpec.name
+    complete: bool           # both TrainerSpec and NormalizerSpec present
+
+
+def read_model(data: bytes) -> Optional[ModelFacts]:
+    """The facts of a serialized ``ModelProto``, or None if protobuf cannot parse it."""
+    from google.protobuf.message import DecodeError
+
+    model = _model_class()()
+    try:
+        model.ParseFromString(data)
+    except DecodeError:
+        return None
+    return ModelFacts(model.trainer_spec.model_type, model.trainer_spec.byte_fallback,
+                      model.normalizer_spec.name,
+                      model.HasField("trainer_spec") and model.HasField("normalizer_spec"))
+
+
+_MODEL_CLASS = None
+
+
+def _model_class():
+    """The message class of the ``ModelProto`` fields :func:`read_model` reads, built once."""
+    global _MODEL_CLASS
+    if _MODEL_CLASS is None:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+        F = descriptor_pb2.FieldDescriptorProto
+        proto = descriptor_pb2.FileDescriptorProto(name="mintdim_sentencepiece_model_subset.proto",
+                                                   package="mintdim_sentencepiece", syntax="proto2")
+        trainer = proto.message_type.add(name="TrainerSpec")
+        trainer.field.add(name="model_type", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL,
+                          default_value=str(UNIGRAM))
+        trainer.field.add(name="byte_fallback", number=35, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
+        normalizer = proto.message_type.add(name="NormalizerSpec")
+        normalizer.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+        model = proto.message_type.add(name="ModelProto")
+        for name, number, kind in (("trainer_spec", 2, "TrainerSpec"), ("normalizer_spec", 3, "NormalizerSpec")):
+            model.field.add(name=name, number=number, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                            type_name=f".mintdim_sentencepiece.{kind}")
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(proto)
+        descriptor = pool.FindMessageTypeByName("mintdim_sentencepiece.ModelProto")
+        get_class = getattr(message_factory, "GetMessageClass", None)
+        if get_class is None:   # protobuf < 4.21
+            get_class = message_factory.MessageFactory(pool).GetPrototype
+        _MODEL_CLASS = get_class(descriptor)
+    return _MODEL_CLASS
