@@ -253,7 +253,7 @@ class SentencePieceTokenizer(Tokenizer):
     def unk_column_at(self, texts, positions):
         """``positions`` must list every UNK token of each text (both callers do).
 
-        A Unigram model takes the runs of unknown characters (``sp_unk``), all texts at
+        A Unigram model takes the runs of unknown characters (``accel.sp_unk``), all texts at
         once; a text whose run count differs, and any other model, take the protos.
         """
         runs = self._unk_runs

@@ -658,7 +658,7 @@ class UnitBuild(beam.PTransform):
     (:func:`delivers_finish_bundle`, which the launcher checks).
 
     ``word_encoder``: let a byte-level BPE ``tokenizer.json`` encode word by word
-    (``mintdim_beam.bpe_words``: same ids, 1.7-4x less CPU, but on one core per
+    (``mintdim_beam.accel.bpe_words``: same ids, 1.7-4x less CPU, but on one core per
     process). Right wherever each worker process has about a core to itself (Beam's
     multi-process and remote runners); the launcher turns it off for the local
     in-memory runner, where the one process has every core and the tokenizer's own

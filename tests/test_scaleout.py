@@ -112,7 +112,7 @@ def test_direct_runner_modes_give_identical_bytes(corpus, name, build_batch, blo
 ])
 def test_byte_level_bpe_word_encoder_gives_reference_bytes(tmp_path, name, options, words, monkeypatch):
     """In memory the tokenizer encodes; in worker processes the word-by-word encoder
-    does (``bpe_words``). Both match the reference, which only calls ``encode``."""
+    does (``accel.bpe_words``). Both match the reference, which only calls ``encode``."""
     job = _corpus(tmp_path)
     job.update(tokenizer_kind="hf_json", tokenizer_files=[str(TESTDATA / "hf_bytelevel_bpe.json")])
     outputs = [str(tmp_path / name / "instructions"), str(tmp_path / name / "chat")]
