@@ -524,7 +524,7 @@ def test_bad_records_skip(tmp_path, tok):
 
 
 def test_deeply_nested_json_line_is_a_bad_record(tmp_path, tok):
-    """A line Python's json cannot parse (nesting too deep) is 'invalid JSON syntax'."""
+    """A line nested deeper than the documented limit is a bad record naming the limit."""
     nested = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"
     f = write_jsonl(tmp_path / "in.jsonl", [{"text": "before"}, nested, {"text": "after"}])
     result = build_and_compare(
@@ -533,7 +533,7 @@ def test_deeply_nested_json_line_is_a_bad_record(tmp_path, tok):
         output_dirs="out", on_bad_record="skip")
     bad = OutputDir(result.outputs[0].path).jsonl("bad_record_index.jsonl")
     assert [(b["source_line"], b["error"], b["reason"]) for b in bad] == [
-        (2, "SourceParseError", "invalid JSON syntax")]
+        (2, "SourceParseError", "JSON nested deeper than 512 levels")]
 
 
 def test_same_file_listed_twice_and_relative_paths(tmp_path, tok, monkeypatch):
