@@ -105,6 +105,25 @@ def test_megatron_export_holds_every_sample_unpadded_in_id_order(built, tmp_path
     assert sorted(os.listdir(prefix.parent)) == ["train_text_document.bin", "train_text_document.idx"]
 
 
+@pytest.mark.parametrize("policy", ["skip", "extend"])
+def test_exports_follow_gaps_added_units_and_empty_units(tmp_path, capsys, policy):
+    """Skipped samples leave gaps in the ids, extend adds a unit, unit 2 stays empty."""
+    import pyarrow.parquet as pq
+
+    src = make_dataset(tmp_path, on_overflow=policy, sizes=[2, 24, 48, 96])
+    assert (Path(src) / "unit_2" / "EMPTY_UNIT.md").exists()
+    want = expected_by_sample(src)
+    assert len(want) == (25 if policy == "skip" else 26)
+    assert max(row["unit_size"] for row, _ in want) == (96 if policy == "skip" else len(want[20][1]))
+    assert run_cli(["export", src, "--format", "megatron", str(tmp_path / "mg")], capsys)[0] == 0
+    assert read_megatron(tmp_path / "mg")["sequences"] == [tokens for _, tokens in want]
+    assert run_cli(["export", src, "--format", "parquet", str(tmp_path / "x.parquet")], capsys)[0] == 0
+    table = pq.read_table(tmp_path / "x.parquet")
+    assert table.column("sample_id").to_pylist() == [row["sample_id"] for row, _ in want]
+    assert table.column("unit_size").to_pylist() == [row["unit_size"] for row, _ in want]
+    assert table.column("input_ids").to_pylist() == [tokens for _, tokens in want]
+
+
 def wide_vocab_tokenizer(path) -> str:
     """A WordLevel tokenizer.json of 70,000 words: ids above 65,535 need 32-bit slots."""
     from tokenizers import Tokenizer, models, pre_tokenizers
