@@ -318,3 +318,10 @@ def length_field(storage, sequence_template, pad_id: int) -> dict:
         "pad_token_id": pad_id,
     }
 
+
+
+def checksums_file(sums: dict) -> bytes:
+    """``SHA256SUMS``: one ``<sha256 hex>  <path>`` line per file, by path, as
+    ``sha256sum`` writes and ``sha256sum -c`` reads them (paths relative to the output
+    directory, ``/``-separated)."""
+    return "".join(f"{sums[name]}  {name}\n" for name in sorted(sums)).encode("utf-8")

@@ -13,6 +13,7 @@ STAGING = ".mintdim-staging"
 FAILED_MARKER = "UNIT_BUILD_FAILED.md"
 EMPTY_MARKER = "EMPTY_UNIT.md"
 ERROR_RECORD = "error.json"
+CHECKSUMS = "SHA256SUMS"   # sha256 of every data file, written just before manifest.json
 LATEST = "LATEST"          # in a versioned root: the id of the latest published build
 
 

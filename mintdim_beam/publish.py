@@ -160,6 +160,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     storage.delete_tree(layout.spills_dir(out.path))
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
     dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
+    sums = {}   # path in the output -> sha256 hex: every data file, for SHA256SUMS
     for name in PER_BLOCK_INDEXES + (DUPLICATE_INDEX,):
         final = storage.join(out.path, name)
         # The output directory was new or empty when the build began (preflight), and an
@@ -167,13 +168,21 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
         # here, an earlier attempt of this finalize wrote it and may have removed its
         # parts.
         if not storage.exists(final):
+            sha = hashlib.sha256()
             if name == DUPLICATE_INDEX:
                 storage.write_bytes(final, _merge_duplicate_parts(
-                    [layout.duplicate_part_path(out.path, t) for t, groups, _ in dups if groups]))
+                    [layout.duplicate_part_path(out.path, t) for t, groups, _ in dups if groups]), sha=sha)
             else:
-                storage.write_ranges(final, [(layout.part_path(out.path, name, f, b), 0, None) for f, b in blocks])
+                storage.write_ranges(final, [(layout.part_path(out.path, name, f, b), 0, None) for f, b in blocks],
+                                     sha=sha)
+            sums[name] = sha.hexdigest()
+        else:
+            sums[name] = file_digest(final)[1]
         storage.delete_tree(layout.parts_dir(out.path, name))
 
+    for r in shard_results:
+        if r.output == out.index:
+            sums[f"unit_{r.unit}/shard_{r.shard:06d}.bin"] = r.sha256
     for unit, shard, _, _ in shards:
         staged = layout.staged_shard(out.path, unit, shard)
         if storage.exists(staged):
@@ -193,13 +202,25 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
         samples_with_unk=sum(p.samples_with_unk for p in parts),
         unk_tokens=sum(p.unk_tokens for p in parts),
     )
-    storage.write_text(storage.join(out.path, "histogram.json"), indexes.dumps_file(indexes.histogram(oplan)))
-    storage.write_text(storage.join(out.path, "stats.json"), indexes.dumps_file(stats))
-    storage.write_text(storage.join(out.path, "length_field.json"),
-                       indexes.dumps_file(indexes.length_field(slots, out.sequence_template, tok.pad_id)))
+    summaries = {
+        "histogram.json": indexes.histogram(oplan),
+        "stats.json": stats,
+        "length_field.json": indexes.length_field(slots, out.sequence_template, tok.pad_id),
+    }
+    for name, content in summaries.items():
+        data = indexes.dumps_file(content).encode("utf-8")
+        storage.write_bytes(storage.join(out.path, name), data)
+        sums[name] = hashlib.sha256(data).hexdigest()
     storage.write_text(storage.join(out.path, "build_info.json"),
                        indexes.dumps_file({**build_info, "output": out.path}))
-    storage.write_text(manifest_path, indexes.dumps_file(manifest(config, out, oplan, tok, digests)))
+    # SHA256SUMS before manifest.json, which records its checksum: the manifest, written
+    # last, vouches for every byte of the dataset (build_info.json aside: it describes
+    # the run, differs between runs, and holds no data).
+    listing = indexes.checksums_file(sums)
+    storage.write_bytes(storage.join(out.path, layout.CHECKSUMS), listing)
+    found = manifest(config, out, oplan, tok, digests)
+    found["checksums"] = {"file": layout.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
+    storage.write_text(manifest_path, indexes.dumps_file(found))
     _remove_markers(out)
     storage.delete_tree(layout.staging_dir(out.path))
     return {"output": out.path, "stats": stats, "shards": shards}

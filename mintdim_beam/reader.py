@@ -42,6 +42,7 @@ from .shard_format import record_slots
 MANIFEST = "manifest.json"
 LENGTH_FIELD = "length_field.json"
 SAMPLE_INDEX = "sample_index.jsonl"
+CHECKSUMS = "SHA256SUMS"        # sha256 of every data file; manifest.json records its own
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
 _DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}

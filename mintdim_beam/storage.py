@@ -17,6 +17,7 @@ go up as one plain PUT through the same client. Everything else goes through
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import uuid
@@ -205,12 +206,14 @@ def byte_view(array) -> memoryview:
     return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
 
 
-def write_bytes(path: str, chunks: Iterable[bytes] | bytes) -> int:
+def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None) -> int:
     """Write a whole file; a reader never sees it half-written under ``path``.
 
     Locally the bytes go to a unique temporary name first and are renamed over
     ``path``; object stores publish an object only when its upload completes.
     Rewriting the same path with the same bytes (a retried bundle) is harmless.
+    ``sha`` (a ``hashlib`` object) is fed the bytes as they are written, so the
+    writer gets the file's checksum without reading it again.
     """
     if isinstance(chunks, (bytes, bytearray, memoryview)):
         chunks = [chunks]
@@ -226,31 +229,34 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes) -> int:
     if is_local(path):
         target = f"{path}.tmp-{uuid.uuid4().hex}"
     written = 0
+    if first is not None:
+        chunks = itertools.chain([first], chunks)
     with _create(target) as f:
-        if first is not None:
-            f.write(first)
-            written += len(first)
         for chunk in chunks:
             f.write(chunk)
             written += len(chunk)
+            if sha is not None:
+                sha.update(chunk)
     if target != path:
         os.replace(target, path)
     return written
 
 
-def write_ranges(path: str, ranges: Iterable[tuple]) -> int:
+def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
     """Write ``path`` (as ``write_bytes`` does) from ``(source, start, length)`` byte
     ranges of other files, in order; ``length`` None means to the end of the source.
 
     Shards are ranges of the blocks' spilled records, and index files the blocks' parts,
     so publishing a build is mostly copying. Between local files the kernel copies
     (``os.copy_file_range``: the bytes never pass through Python); anywhere else, and
-    where the kernel refuses, the ranges are read and written.
+    where the kernel refuses, the ranges are read and written. ``sha`` is fed the
+    file's bytes as in :func:`write_bytes` (after a kernel copy, read back from the
+    page cache the copy just filled).
     """
     ranges = list(ranges)
     if not (is_local(path) and all(is_local(src) for src, _, _ in ranges)
             and hasattr(os, "copy_file_range")):
-        return write_bytes(path, _read_ranges(ranges))
+        return write_bytes(path, _read_ranges(ranges), sha)
     target = f"{path}.tmp-{uuid.uuid4().hex}"
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     written = 0
@@ -261,6 +267,10 @@ def write_ranges(path: str, ranges: Iterable[tuple]) -> int:
                     if length is None:
                         length = os.fstat(f.fileno()).st_size - start
                     written += _copy(f, out, start, length)
+        if sha is not None:
+            with open(target, "rb") as f:
+                for chunk in iter(lambda: f.read(_CHUNK), b""):
+                    sha.update(chunk)
         os.replace(target, path)
     except BaseException:
         if os.path.exists(target):

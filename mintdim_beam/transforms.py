@@ -41,6 +41,7 @@ twice-delivered) bundle rewrites the same bytes and never duplicates a record.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import pickle
 import time
@@ -138,6 +139,7 @@ class ShardResult:
     shard: int
     samples: int
     bytes: int
+    sha256: str             # of the shard's bytes, computed as they were written (SHA256SUMS)
 
 
 @dataclass(frozen=True)
@@ -495,6 +497,9 @@ class _WriteOutputsFn(_StorageDoFn):
         # encoders laid out declared units for the largest declared unit.
         slots = slot_storage(tok.storage, task.largest_unit)
         staged = layout.staged_shard(out.path, task.unit, task.shard)
+        # The checksum is taken here, on the worker that writes the shard, so that
+        # publishing never reads every shard again on one machine.
+        sha = hashlib.sha256()
         if task.pieces:
             spilled = slot_storage(tok.storage, max(out.sizes))
             record_bytes = record_slots(n, task.unit) * spilled.bytes_per_token
@@ -503,13 +508,14 @@ class _WriteOutputsFn(_StorageDoFn):
                  p.start * record_bytes, p.count * record_bytes)
                 for p in task.pieces]
             if spilled == slots:
-                size = storage.write_ranges(staged, ranges)   # a byte copy: every common build
+                size = storage.write_ranges(staged, ranges, sha=sha)   # a byte copy: every common build
             else:
-                size = storage.write_bytes(staged, _widened(ranges, spilled, slots, record_slots(n, task.unit)))
+                size = storage.write_bytes(staged, _widened(ranges, spilled, slots, record_slots(n, task.unit)),
+                                           sha=sha)
         else:
-            size = storage.write_bytes(staged, self._extended_records(out, tok, slots, task, n))
+            size = storage.write_bytes(staged, self._extended_records(out, tok, slots, task, n), sha=sha)
         self._shards.inc()
-        return ShardResult(task.output, task.unit, task.shard, task.n_records, size)
+        return ShardResult(task.output, task.unit, task.shard, task.n_records, size, sha.hexdigest())
 
     def _extended_records(self, out, tok, slots: TokenStorage, task: ShardTask, n: int):
         """Records of an extended unit, as chunks of at most ``EXTENDED_CHUNK_BYTES``

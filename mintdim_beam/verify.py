@@ -33,6 +33,9 @@ SUMMARY_FILES = ("stats.json", "histogram.json")
 LISTED_PER_CHECK = 10          # records listed per (shard, check) before counting the rest
 _CHUNK_SLOTS = 1 << 22         # slots scanned at once (8-16 MiB of shard)
 _SHARD_NAME = re.compile(r"^shard_(\d{6})\.bin$")
+_SHARD_PATH = re.compile(r"unit_\d+/shard_\d{6}\.bin")
+_CHECKSUM_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)")
+CHECKSUMS = rd.CHECKSUMS
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class VerifyReport:
     tokens: int = 0
     units: int = 0
     retokenized: int = 0
+    checksummed: Optional[int] = None     # files compared with SHA256SUMS (None: not asked)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +77,9 @@ class VerifyReport:
         if self.retokenized:
             text += f"; {self.retokenized} samples re-tokenized from their sources"
         if self.ok:
-            return f"verify OK {self.path}: {text}; magic, headers, pad tails, token ids, " \
+            sums = "checksums not compared" if self.checksummed is None else \
+                f"sha256 of {self.checksummed} files"
+            return f"verify OK {self.path}: {text}; {sums}, magic, headers, pad tails, token ids, " \
                    f"shard counts, sample_index, stats.json and histogram.json all consistent"
         n = len(self.problems)
         return f"verify FAILED {self.path}: {n} problem{'s' if n != 1 else ''} ({text})"
@@ -86,6 +92,10 @@ class _ShardScan:
     records: int
     totals: np.ndarray      # header length sum per record
     unk: np.ndarray         # UNK tokens in the written payload per record
+    sha256: Optional[str] = None    # of the whole file, read once with the records
+
+
+_MISSING_SHARD = _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 class _Checker:
@@ -105,10 +115,12 @@ class _Checker:
                                f"({describe(int(records[LISTED_PER_CHECK])).split(':')[0]})")
 
 
-def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int = 64) -> VerifyReport:
+def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int = 64,
+                  checksums: bool = True) -> VerifyReport:
     """Check the output directory at ``path``; ``tokenizer`` (a file path, or
     ``"manifest"`` for the one the manifest names) enables the re-tokenization of
-    ``sample_rows`` rows (0 = all)."""
+    ``sample_rows`` rows (0 = all). ``checksums`` compares every data file with the
+    sha256 that ``SHA256SUMS`` records (and that file with the manifest)."""
     chk = _Checker(path)
     try:
         meta = rd.read_metadata(path)
@@ -125,7 +137,10 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
         if not rd.exists(rd.join(path, name)):
             chk.problem(name, "index file is missing")
 
-    scans = _scan_units(chk, meta)
+    sums = _read_checksums(chk, meta) if checksums else None
+    scans = _scan_units(chk, meta, hashed=sums is not None)
+    if sums is not None:
+        _compare_checksums(chk, meta, scans, sums)
     index_problems: list = []
     try:
         index = rd.parse_sample_index(rd.read_bytes(rd.join(path, rd.SAMPLE_INDEX)), index_problems)
@@ -150,7 +165,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
 # --------------------------------------------------------------------------- shards
 
 
-def _scan_units(chk: _Checker, meta: rd.Metadata) -> dict:
+def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
     """Scan every shard of every unit; ``{unit: [_ShardScan, ...]}`` indexed by shard number.
 
     The layout is judged from the files themselves (numbered from 0 without gaps, every
@@ -182,9 +197,9 @@ def _scan_units(chk: _Checker, meta: rd.Metadata) -> dict:
             rel = meta.shard_path(unit, k)
             if k not in numbers:
                 chk.problem(rel, "shard is missing (later shards of the unit exist)")
-                scans[unit].append(_ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                scans[unit].append(_MISSING_SHARD)
                 continue
-            scan = _scan_shard(chk, meta, unit, rel)
+            scan = _scan_shard(chk, meta, unit, rel, hashed)
             scans[unit].append(scan)
             if k < count - 1 and scan.records != sps:
                 chk.problem(rel, f"holds {scan.records} records; every shard but the last must hold "
@@ -195,18 +210,23 @@ def _scan_units(chk: _Checker, meta: rd.Metadata) -> dict:
     return scans
 
 
-def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str) -> _ShardScan:
+def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str, hashed: bool = False) -> _ShardScan:
+    """Check every record of one shard; with ``hashed``, the file's sha256 too, from the
+    same reads (the records in order, then any incomplete tail)."""
     full = rd.join(meta.path, *rel.split("/"))
     data = rd.read_bytes(full) if not rd.is_local(full) else None
     size = len(data) if data is not None else rd.file_size(full)
     rb = meta.record_bytes(unit)
     complete = size // rb
+    sha = hashlib.sha256() if hashed else None
     if size % rb:
         chk.problem(rel, f"truncated: {size} bytes is not a whole number of {rb}-byte records "
                          f"({size % rb} bytes of an incomplete record after {complete} records)",
                     record=complete)
     if complete == 0:
-        return _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        if sha is not None:
+            sha.update(data if data is not None else rd.read_bytes(full))
+        return _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64), sha and sha.hexdigest())
     slots = meta.slots(unit)
     if data is not None:
         arr = np.frombuffer(data, dtype=meta.dtype, count=complete * slots).reshape(complete, slots)
@@ -222,6 +242,8 @@ def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str) -> _Shard
     pos = np.arange(unit)
     for start in range(0, complete, step):
         chunk = np.asarray(arr[start:start + step])
+        if sha is not None:
+            sha.update(chunk)
         rows = np.arange(start, start + chunk.shape[0])
         bad["magic"].append(rows[chunk[:, 0] != meta.magic])
         lengths = chunk[:, 1:1 + n].astype(np.int64)
@@ -254,7 +276,88 @@ def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str) -> _Shard
     chk.per_record(rel, cat["vocab"], lambda r: (
         f"token id {first_vocab[r][1]} at payload position {first_vocab[r][0]} is >= vocab size "
         f"{meta.vocab_size}"))
-    return _ShardScan(complete, totals, unk)
+    if sha is not None and size % rb:
+        if data is not None:
+            sha.update(data[complete * rb:])
+        else:
+            with open(full, "rb") as f:
+                f.seek(complete * rb)
+                sha.update(f.read())
+    return _ShardScan(complete, totals, unk, sha and sha.hexdigest())
+
+
+# --------------------------------------------------------------------------- checksums
+
+
+def _read_checksums(chk: _Checker, meta: rd.Metadata) -> Optional[dict]:
+    """``{path: sha256}`` from ``SHA256SUMS``, after checking that file against the
+    sha256 the manifest records for it; None (and a problem) when there is none."""
+    info = meta.manifest.get("checksums")
+    if not isinstance(info, dict) or info.get("file") != CHECKSUMS or not isinstance(info.get("sha256"), str):
+        chk.problem(rd.MANIFEST, f"records no checksums ({{\"file\": \"{CHECKSUMS}\", \"sha256\": ...}}), so a "
+                                 f"changed token cannot be found: rebuild the dataset with this version, or "
+                                 f"pass --no-checksums to run the other checks only")
+        return None
+    try:
+        data = rd.read_bytes(rd.join(meta.path, CHECKSUMS))
+    except FileNotFoundError:
+        chk.problem(CHECKSUMS, "file is missing (manifest.json records its sha256)")
+        return None
+    got = hashlib.sha256(data).hexdigest()
+    if got != info["sha256"]:
+        chk.problem(CHECKSUMS, f"sha256 is {got}, manifest.json records {info['sha256']} (the file changed "
+                               f"after the build)")
+    sums = {}
+    for n, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
+        m = _CHECKSUM_LINE.fullmatch(line)
+        if m is None:
+            if line:
+                chk.problem(CHECKSUMS, "not a '<sha256 hex>  <path>' line", line=n)
+            continue
+        sums[m.group(2)] = m.group(1)
+    return sums
+
+
+def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict) -> None:
+    """Every data file against its ``SHA256SUMS`` line, and every line against a file.
+
+    Shards were hashed while they were scanned (one read); the index and summary files
+    are read here. Only names a dataset holds are opened, never a path the listing
+    makes up.
+    """
+    data_files = {name: None for name in INDEX_FILES + SUMMARY_FILES + (rd.LENGTH_FIELD,)}
+    for unit, shards in scans.items():
+        for k, scan in enumerate(shards):
+            if scan is not _MISSING_SHARD:
+                data_files[meta.shard_path(unit, k)] = scan.sha256
+    checked = 0
+    for name in sorted(set(sums) - set(data_files)):
+        why = "does not exist" if _SHARD_PATH.fullmatch(name) else "is not a data file of a mintdim dataset"
+        chk.problem(CHECKSUMS, f"lists {name}, which {why}")
+    for name, got in data_files.items():
+        path = rd.join(meta.path, *name.split("/"))
+        if got is None:
+            if not rd.exists(path):
+                continue           # reported as missing already
+            got = _file_sha256(path)
+        want = sums.get(name)
+        if want is None:
+            chk.problem(name, f"{CHECKSUMS} has no line for this file")
+        elif got != want:
+            chk.problem(name, f"sha256 is {got}, {CHECKSUMS} records {want} (the file changed after the build)")
+        checked += 1
+    chk.report.checksummed = checked
+
+
+def _file_sha256(path: str) -> str:
+    sha = hashlib.sha256()
+    if rd.is_local(path):
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 22), b""):
+                sha.update(chunk)
+    else:
+        sha.update(rd.read_bytes(path))
+    return sha.hexdigest()
 
 
 # --------------------------------------------------------------------------- sample index

@@ -694,4 +694,8 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
     files["unk_index.jsonl"] = _jsonl(unk_rows)
     files["overflow_index.jsonl"] = _jsonl(overflow_rows)
     files["bad_record_index.jsonl"] = _jsonl(bad_rows)
+    # SHA256SUMS: `sha256sum` lines for every data file (markers carry no data), by path
+    data_files = sorted(name for name in files if not name.endswith(".md"))
+    files["SHA256SUMS"] = "".join(f"{hashlib.sha256(files[name]).hexdigest()}  {name}\n"
+                                  for name in data_files).encode("utf-8")
     return files

@@ -404,11 +404,11 @@ def test_extended_unit_shards_are_written_in_chunks(tmp_path, wordlevel, monkeyp
     chunks = {}
     real_write = storage.write_bytes
 
-    def counting_write(path, data):
+    def counting_write(path, data, **kwargs):
         if os.path.basename(os.path.dirname(path)).startswith("unit_"):   # a shard
             data = [data] if isinstance(data, (bytes, bytearray, memoryview)) else list(data)
             chunks[os.path.basename(os.path.dirname(path))] = len(data)
-        return real_write(path, data)
+        return real_write(path, data, **kwargs)
 
     monkeypatch.setattr(storage, "write_bytes", counting_write)
     # two records of unit 10 per chunk: uint16 tokens, the magic and one length per record

@@ -221,10 +221,10 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
     def crash(*_args, **_kwargs):
         raise RuntimeError("finalize crashed before manifest.json")
 
-    def crash_on_unk(path, ranges):
+    def crash_on_unk(path, ranges, **kwargs):
         if path.endswith("unk_index.jsonl"):
             raise RuntimeError("finalize crashed writing unk_index.jsonl")
-        return real_write_ranges(path, ranges)
+        return real_write_ranges(path, ranges, **kwargs)
 
     def finalize_three_times(config, *args, **kwargs):
         if crash_in == "manifest":

@@ -133,7 +133,10 @@ def test_hf_layout_blank_lines_bom_crlf(tmp_path, hf_tokenizer_path):
         "unit_2/shard_000000.bin", "unit_4/shard_000000.bin", "unit_4/shard_000001.bin",
         "unit_8/shard_000000.bin", "unit_16/EMPTY_UNIT.md", "histogram.json", "stats.json",
         "length_field.json", "sample_index.jsonl", "duplicate_index.jsonl",
-        "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"])
+        "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl", "SHA256SUMS"])
+    sums = [line.split("  ") for line in out["SHA256SUMS"].decode().splitlines()]
+    assert [name for _, name in sums] == sorted(k for k in out if k not in ("SHA256SUMS", "unit_16/EMPTY_UNIT.md"))
+    assert all(hashlib.sha256(out[name]).hexdigest() == digest for digest, name in sums)
     M = 0xFFFF
     assert records(out["unit_4/shard_000000.bin"], 3, 4) == [
         [M, 1, 1, 1, 3, 2, 4, 0], [M, 1, 1, 1, 15, 2, 3, 0]]

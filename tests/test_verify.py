@@ -42,6 +42,18 @@ def messages(report) -> list:
     return [str(p) for p in report.problems]
 
 
+def changed(d, *names) -> list:
+    """Problems of a default ``verify`` of ``d``, after checking that they include one
+    checksum mismatch for each of the files ``names`` (the ones a test edited), and no
+    other; returns the rest."""
+    found = messages(verify_output(str(d)))
+    sums = [m for m in found if "SHA256SUMS records" in m]
+    assert sorted(m.split(":")[0] for m in sums) == sorted(names), found
+    for m in sums:
+        assert m.endswith("(the file changed after the build)") and " sha256 is " in m
+    return [m for m in found if m not in sums]
+
+
 def shard(d: Path, k: int = 0) -> Path:
     return d / f"unit_{U}" / f"shard_{k:06d}.bin"
 
@@ -65,6 +77,7 @@ def test_clean_build_passes(built, capsys):
     assert consumer_main(["verify", built]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith(f"verify OK {built}: 26 samples")
+    assert "; sha256 of 16 files, magic" in out[0]
 
 
 def test_flipped_magic_byte(copy):
@@ -72,14 +85,14 @@ def test_flipped_magic_byte(copy):
     data = bytearray(shard(d).read_bytes())
     data[2 * SLOTS * BPT] ^= 0x01            # record 2, slot 0
     shard(d).write_bytes(bytes(data))
-    assert messages(verify_output(str(d))) == [
+    assert changed(d, f"unit_{U}/shard_000000.bin") == [
         f"unit_{U}/shard_000000.bin record 2: magic is 0xfffe, expected 0xffff"]
 
 
 def test_flipped_header_length(copy):
     d = copy()
     patch_slot(shard(d), 1, 4, read_slot(shard(d), 1, 4) - 1)   # answer length one short
-    found = messages(verify_output(str(d)))
+    found = changed(d, f"unit_{U}/shard_000000.bin")
     assert any(m.startswith(f"unit_{U}/shard_000000.bin record 1: header lengths sum to") and
                "sample_index.jsonl line" in m for m in found)
     assert any(m.startswith(f"unit_{U}/shard_000000.bin record 1: pad tail") for m in found)
@@ -89,14 +102,14 @@ def test_flipped_header_length(copy):
 def test_token_id_beyond_vocabulary(copy):
     d = copy()
     patch_slot(shard(d), 3, 1 + N_SEG + 2, 900)                  # vocab is 800
-    assert messages(verify_output(str(d))) == [
+    assert changed(d, f"unit_{U}/shard_000000.bin") == [
         f"unit_{U}/shard_000000.bin record 3: token id 900 at payload position 2 is >= vocab size 800"]
 
 
 def test_dirty_pad_tail(copy):
     d = copy()
     patch_slot(shard(d, 1), 0, SLOTS - 1, 5)
-    found = messages(verify_output(str(d)))
+    found = changed(d, f"unit_{U}/shard_000001.bin")
     assert found == [f"unit_{U}/shard_000001.bin record 0: pad tail: payload slot {U - 1} holds 5 after the "
                      f"{found[0].split('after the ')[1].split(' ')[0]} written tokens, expected pad id 0"]
 
@@ -123,7 +136,7 @@ def test_deleted_sample_index_row(copy):
                   and json.loads(l)["shard_path"].endswith("000001.bin"))
     index.write_text("".join(l for l in lines if json.loads(l)["sample_id"] != victim["sample_id"]),
                      encoding="utf-8")
-    assert messages(verify_output(str(d))) == [
+    assert changed(d, "sample_index.jsonl") == [
         f"{victim['shard_path']} record {victim['shard_record']}: no sample_index.jsonl row points to this record"]
 
 
@@ -151,7 +164,7 @@ def test_changed_stats_and_histogram(copy):
     hist = json.loads((d / "histogram.json").read_text())
     hist["24"] = 3
     (d / "histogram.json").write_text(json.dumps(hist, indent=2))
-    found = messages(verify_output(str(d)))
+    found = changed(d, "stats.json", "histogram.json")
     assert f"stats.json: total_tokens is {stats['total_tokens']}, recounted from the shards: {stats['total_tokens'] - 1}" in found
     assert f"stats.json: units.{U}.shards is 9, recounted from the shards: 4" in found
     assert "stats.json: unk_tokens is 0, recounted from unk_index.jsonl: 3" in found
@@ -200,6 +213,79 @@ def test_cli_lists_problems_and_exits_non_zero(copy, capsys, tmp_path):
     assert consumer_main(["verify", str(d)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{d}: unit_{U}/shard_000000.bin record 0: magic is 0xffef, expected 0xffff"
+    assert out[1].startswith(f"{d}: unit_{U}/shard_000000.bin: sha256 is ")
+    assert out[-1].startswith(f"verify FAILED {d}: 2 problems (")
+    assert consumer_main(["verify", "--no-checksums", str(d)]) == 1
+    out = capsys.readouterr().out.splitlines()
     assert out[-1].startswith(f"verify FAILED {d}: 1 problem (")
     assert consumer_main(["verify", str(tmp_path / "nothing")]) == 1
     assert "no manifest.json" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- checksums
+
+
+def test_sha256sums_lists_every_data_file_and_the_manifest_vouches_for_it(built):
+    import hashlib
+    import subprocess
+
+    d = Path(built)
+    listing = (d / "SHA256SUMS").read_bytes()
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert manifest["checksums"] == {"file": "SHA256SUMS", "sha256": hashlib.sha256(listing).hexdigest()}
+    rows = [line.split("  ") for line in listing.decode().splitlines()]
+    data = sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()
+                  and p.name not in ("manifest.json", "build_info.json", "SHA256SUMS") and p.suffix != ".md")
+    assert [name for _, name in rows] == data and len(data) == 16
+    assert all(hashlib.sha256((d / name).read_bytes()).hexdigest() == digest for digest, name in rows)
+    if shutil.which("sha256sum"):
+        subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=d, check=True)
+
+
+def test_changed_in_vocabulary_token_is_found_by_its_checksum(copy, capsys):
+    d = copy()
+    before = read_slot(shard(d), 2, 1 + N_SEG + 1)
+    patch_slot(shard(d), 2, 1 + N_SEG + 1, before + 1 if before < 700 else before - 1)   # still a valid id
+    assert verify_output(str(d), checksums=False).ok                  # every deep check passes
+    found = messages(verify_output(str(d)))
+    assert len(found) == 1 and found[0].startswith(f"unit_{U}/shard_000000.bin: sha256 is ")
+    assert found[0].endswith("(the file changed after the build)")
+    assert consumer_main(["verify", str(d)]) == 1
+    assert consumer_main(["verify", "--no-checksums", str(d)]) == 0
+    assert "checksums not compared" in capsys.readouterr().out
+
+
+def test_edited_checksum_listing_is_reported(copy):
+    d = copy()
+    sums = d / "SHA256SUMS"
+    lines = sums.read_text().splitlines(keepends=True)
+    gone = lines.pop(3).split("  ")[1].strip()
+    lines.append("0" * 64 + "  ../../etc/passwd\n")
+    lines.append("0" * 64 + "  unit_48/shard_000009.bin\n")
+    lines.append("not a checksum line\n")
+    sums.write_text("".join(lines))
+    found = messages(verify_output(str(d)))
+    assert found[0].startswith("SHA256SUMS: sha256 is ") and found[0].endswith(
+        "manifest.json records " + json.loads((d / "manifest.json").read_text())["checksums"]["sha256"]
+        + " (the file changed after the build)")
+    assert found[1:] == [
+        f"SHA256SUMS line {len(lines)}: not a '<sha256 hex>  <path>' line",
+        "SHA256SUMS: lists ../../etc/passwd, which is not a data file of a mintdim dataset",
+        "SHA256SUMS: lists unit_48/shard_000009.bin, which does not exist",
+        f"{gone}: SHA256SUMS has no line for this file",
+    ]
+
+
+def test_dataset_without_checksums_is_reported_unless_skipped(copy):
+    d = copy()
+    manifest = json.loads((d / "manifest.json").read_text())
+    del manifest["checksums"]
+    (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    found = messages(verify_output(str(d)))
+    assert len(found) == 1 and found[0].startswith("manifest.json: records no checksums")
+    assert "--no-checksums" in found[0]
+    assert verify_output(str(d), checksums=False).ok
+    (d / "SHA256SUMS").unlink()
+    manifest["checksums"] = {"file": "SHA256SUMS", "sha256": "0" * 64}
+    (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    assert messages(verify_output(str(d))) == ["SHA256SUMS: file is missing (manifest.json records its sha256)"]
