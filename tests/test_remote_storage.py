@@ -13,6 +13,7 @@ the manifest's fingerprint must record the same sizes and sha256 of every input.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -190,11 +191,18 @@ def test_full_build_on_remote_storage_matches_local(remote, tmp_path):
         assert sorted(got) == sorted(want)
         assert not any(name.startswith(".mintdim-staging") for name in got)
         for name in sorted(want):
-            if name in ("build_info.json", "manifest.json"):
+            if name in ("build_info.json", "manifest.json", "SHA256SUMS"):
                 continue
             assert _swap_paths(got[name], pairs) == want[name], name
+        # the index files name the remote sources, so their checksums differ: each line
+        # must hold the sha256 of the file as it was uploaded
+        listed = [line.split("  ") for line in got["SHA256SUMS"].decode().splitlines()]
+        assert [name for _, name in listed] == [line.split("  ")[1] for line in want["SHA256SUMS"].decode().splitlines()]
+        assert all(hashlib.sha256(got[name]).hexdigest() == digest for digest, name in listed)
         got_manifest = json.loads(_swap_paths(got["manifest.json"], pairs))
         want_manifest = json.loads(want["manifest.json"])
+        assert got_manifest.pop("checksums")["sha256"] == hashlib.sha256(got["SHA256SUMS"]).hexdigest()
+        want_manifest.pop("checksums")
         got_fp, want_fp = got_manifest.pop("fingerprint"), want_manifest.pop("fingerprint")
         assert got_manifest == want_manifest
         assert got_fp["inputs"] == want_fp["inputs"] and got_fp["tokenizer"] == want_fp["tokenizer"]
