@@ -6,7 +6,10 @@ vocabulary), the layout (``samples_per_shard`` records per shard, shards numbere
 0), ``sample_index.jsonl`` (each row points to the record holding its sample and every
 record has exactly one row), and the summaries (``stats.json`` and ``histogram.json``
 equal to figures recounted from the shards and index files). With a tokenizer, a sample
-of rows is also re-rendered and re-tokenized from its source line and compared.
+of rows is also re-rendered and re-tokenized from its source line and compared
+(:mod:`mintdim_beam.source_check`). Every data file is compared with the sha256 that
+``SHA256SUMS`` records, and that file with the manifest: the only check that finds a
+token changed to another valid id.
 
 Shards are scanned in chunks of records with numpy, so memory stays bounded by the
 chunk, not the shard. Every problem names its file and, for a shard, the record; the
@@ -17,7 +20,6 @@ counted, so a badly broken dataset still gives a readable report.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -25,7 +27,6 @@ from typing import Optional
 import numpy as np
 
 from . import reader as rd
-from .template import parse_template, render_value
 
 INDEX_FILES = ("sample_index.jsonl", "duplicate_index.jsonl", "unk_index.jsonl",
                "overflow_index.jsonl", "bad_record_index.jsonl")
@@ -152,7 +153,9 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
     counts = _check_side_indexes(chk, meta, index, scans)
     _check_summaries(chk, meta, scans, counts, files)
     if tokenizer:
-        _retokenize(chk, meta, index, tokenizer, sample_rows)
+        from .source_check import retokenize
+
+        retokenize(chk, meta, index, tokenizer, sample_rows)
 
     rep = chk.report
     rep.units = len(meta.unit_sizes)
@@ -594,99 +597,3 @@ def _compare(chk: _Checker, file: str, key: str, got, want, source: str) -> None
         same = type(got) is type(want) and got == want
     if not same:
         chk.problem(file, f"{key} is {got!r}, {source}: {want!r}")
-
-
-# --------------------------------------------------------------------------- re-tokenization
-
-
-def _retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenizer: str, sample_rows: int) -> None:
-    from .tokenizers import load_tokenizer
-
-    info = meta.manifest.get("tokenizer") or {}
-    path = info.get("path") if tokenizer == "manifest" else tokenizer
-    try:
-        tok = load_tokenizer(info.get("type"), path, rd.read_bytes(path))
-    except Exception as exc:
-        chk.problem(str(path), f"cannot load the tokenizer for re-tokenization: {str(exc).strip()}")
-        return
-    for key, got in (("vocab_size", tok.vocab_size), ("unk_id", tok.unk_id), ("pad_id", tok.pad_id)):
-        if info.get(key) != got:
-            chk.problem(str(path), f"tokenizer {key} is {got}, manifest.json says {info.get(key)}")
-    source = meta.manifest.get("source") or {}
-    files, templates = source.get("files") or [], source.get("templates") or []
-    n = len(index)
-    if n == 0:
-        return
-    picks = np.arange(n) if sample_rows <= 0 or sample_rows >= n else \
-        np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
-    truncated = set()
-    for _, row in rd.iter_jsonl(rd.join(meta.path, "overflow_index.jsonl")):
-        if isinstance(row, dict) and row.get("action") == "truncate":
-            truncated.add(row.get("sample_id"))
-    reader = rd.OutputReader(meta.path, index=index)
-    by_file: dict = {}
-    for r in picks.tolist():
-        by_file.setdefault(index.files[int(index.file[r])], []).append(r)
-    for fname, rows in by_file.items():
-        if fname not in files:
-            continue
-        fi = files.index(fname)
-        segments = parse_template(templates[fi])
-        wanted = {int(index.line[r]): r for r in rows}
-        try:
-            lines = _source_lines(fname, set(wanted))
-        except OSError as exc:
-            chk.problem(fname, f"cannot read the source file for re-tokenization: {exc}")
-            continue
-        for line_no, r in sorted(wanted.items()):
-            sid = int(index.sample_id[r])
-            where = f"{fname}:{line_no} (sample {sid})"
-            try:
-                obj = json.loads(lines[line_no])
-                texts = [render_value(s.text, obj[s.text]) if s.is_field else s.text for s in segments]
-            except Exception as exc:  # a source changed since the build
-                chk.problem(rd.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
-                            line=int(index.row_line[r]))
-                continue
-            digest = hashlib.sha256("".join(texts).encode("utf-8")).hexdigest()
-            if digest != index.hash(r):
-                chk.problem(rd.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
-                                             f"{index.hash(r)}", line=int(index.row_line[r]))
-            expected = [np.asarray(tok.encode(t), np.int64) for t in texts]
-            if sid in truncated:
-                expected = _truncate(expected, int(index.token_count[r]))
-            try:
-                sample = reader.sample_at_row(r)
-            except rd.ReaderError:
-                continue  # already reported by the shard scan
-            got = [s.ids.astype(np.int64) for s in sample.segments]
-            for j, (e, g) in enumerate(zip(expected, got)):
-                if len(e) != len(g) or not np.array_equal(e, g):
-                    chk.problem(sample.shard_path, f"{where}: segment {j} ({meta.sequence_template[j]}) holds "
-                                                   f"{len(g)} tokens that differ from the {len(e)} the tokenizer "
-                                                   f"gives for the source", record=sample.shard_record)
-                    break
-            chk.report.retokenized += 1
-
-
-def _truncate(segments: list, keep: int) -> list:
-    """The build's truncation: keep the first ``keep`` payload tokens, last segments shrink."""
-    out, left = [], keep
-    for s in segments:
-        out.append(s[:max(0, left)])
-        left -= len(s)
-    return out
-
-
-def _source_lines(path: str, wanted: set) -> dict:
-    """``{line number: text}`` for the wanted 1-based lines (BOM and ``\\r`` removed)."""
-    data = rd.read_bytes(path)
-    found = {}
-    for n, raw in enumerate(data.split(b"\n"), start=1):
-        if n in wanted:
-            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            found[n] = raw.decode("utf-8", errors="replace")
-    return found

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import read_jsonl
 from test_reader import SAMPLES_PER_SHARD, make_dataset
 
 from mintdim_beam.consumer_cli import main as consumer_main
@@ -289,3 +290,80 @@ def test_dataset_without_checksums_is_reported_unless_skipped(copy):
     manifest["checksums"] = {"file": "SHA256SUMS", "sha256": "0" * 64}
     (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
     assert messages(verify_output(str(d))) == ["SHA256SUMS: file is missing (manifest.json records its sha256)"]
+
+
+# --------------------------------------------------------------------------- sources, keyed by sample id
+
+
+def _rewrite_rows(path: Path, edit) -> None:
+    rows = read_jsonl(path)
+    for row in rows:
+        edit(row)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows),
+                    encoding="utf-8")
+
+
+def test_row_moved_to_its_neighbours_source_line_is_reported(tmp_path, capsys):
+    d = Path(make_dataset(tmp_path, name="src"))
+    src = str(tmp_path / "src.jsonl")
+
+    def to_neighbour(row):
+        if row["sample_id"] == 7:
+            row["source_line"] = 9          # sample 8's line: same file, a real line
+    _rewrite_rows(d / "sample_index.jsonl", to_neighbour)
+    found = messages(verify_output(str(d), tokenizer="manifest", sample_rows=0, checksums=False))
+    assert found == [f"sample_index.jsonl line 8: sample 7 comes from {src}:8 (sample ids number the non-blank "
+                     f"lines of the sources), but the row says {src}:9"]
+    assert consumer_main(["verify", "--tokenizer", "--sample", "0", "--no-checksums", str(d)]) == 1
+    assert "sample 7 comes from" in capsys.readouterr().out
+
+
+def test_changed_source_file_and_unmatched_ids_are_reported(tmp_path):
+    d = Path(make_dataset(tmp_path, name="src"))
+    src = str(tmp_path / "src.jsonl")
+
+    def edit(row):
+        if row["sample_id"] == 3:
+            row["source_file"] = str(tmp_path / "other.jsonl")
+    _rewrite_rows(d / "sample_index.jsonl", edit)
+    _rewrite_rows(d / "bad_record_index.jsonl", lambda row: row.update(source_line=row["source_line"] + 1))
+    _rewrite_rows(d / "overflow_index.jsonl", lambda row: row.update(sample_id=row["sample_id"] + 100))
+    found = messages(verify_output(str(d), tokenizer="manifest", sample_rows=0, checksums=False))
+    assert (f"sample_index.jsonl line 4: sample 3 comes from {src}:4 (sample ids number the non-blank lines of "
+            f"the sources), but the row says {tmp_path / 'other.jsonl'}:4") in found
+    assert (f"bad_record_index.jsonl line 1: sample 12 comes from {src}:13 (sample ids number the non-blank "
+            f"lines of the sources), but the row says {src}:14") in found
+    assert ("overflow_index.jsonl line 1: sample 121 matches no source line: the sources hold 27 non-blank "
+            "lines (sample ids 0..26)") in found
+
+
+def test_sources_with_blank_lines_bom_crlf_and_gzip_match_by_id(tmp_path):
+    import gzip
+
+    from conftest import write_jsonl
+    from test_reader import dataset_rows
+
+    rows = [r for r in dataset_rows() if isinstance(r, dict)][:12]
+    lines = []
+    for k, row in enumerate(rows):
+        lines.append(row)
+        if k % 3 == 0:
+            lines.append("   ")                        # blank: no sample id
+    plain = make_dataset(tmp_path / "a", name="src", rows=lines)
+    report = verify_output(plain, tokenizer="manifest", sample_rows=0)
+    assert report.ok and report.retokenized == 12, messages(report)
+
+    raw = Path(write_jsonl(tmp_path / "b" / "src.jsonl", lines, newline="\r\n", bom=True)).read_bytes()
+    gz = tmp_path / "c" / "src.jsonl.gz"
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(raw))
+    from mintdim_beam import pipeline
+    from test_reader import DEMO_MODEL, TEMPLATE
+
+    out = str(tmp_path / "c" / "out")
+    (pipeline("unit-build").source.jsonl(files=[str(gz)], fields=[["q", "a"]], templates=[TEMPLATE])
+     .tokenizer.sentencepiece(files=[DEMO_MODEL]).units(sizes=[[24, 48, 96]], build_batch=[7])
+     .output.dir(out, samples_per_shard=[4])
+     .run(on_overflow="truncate", on_template_unk="continue", on_bad_record="skip", echo=lambda *a, **k: None))
+    report = verify_output(out, tokenizer="manifest", sample_rows=0)
+    assert report.ok and report.retokenized == 12, messages(report)
