@@ -9,11 +9,11 @@
 
 __version__ = "0.1.0"
 
-from .api import UnitBuildJob, pipeline  # noqa: E402
-
-# Beam is imported on first use of these names, not at package import: the CLI sets up
-# logging first, and pure modules (reader, config) stay importable without Beam's cost.
-_LAZY = {"UnitBuild": "transforms", "BuildResult": "launcher", "OutputResult": "launcher"}
+# Every public name is imported on first use, not at package import: a consumer that
+# imports ``mintdim_beam.reader`` loads neither the build side (config, tokenizers) nor
+# Beam, and the CLI sets up logging before Beam is imported.
+_LAZY = {"pipeline": "api", "UnitBuildJob": "api", "UnitBuild": "transforms",
+         "BuildResult": "launcher", "OutputResult": "launcher"}
 
 
 def __getattr__(name):
@@ -22,5 +22,6 @@ def __getattr__(name):
 
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["pipeline", "UnitBuildJob", "UnitBuild", "BuildResult", "OutputResult", "__version__"]

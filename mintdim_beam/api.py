@@ -1,18 +1,24 @@
-"""The spec's fluent API: ``pipeline("unit-build").source...tokenizer...units...output...run()``.
+"""The two ways to declare a build: the spec's fluent API and a job file.
 
-Each step only records what was declared; nothing is read, loaded or validated before
-``run()``, which validates everything (``config.resolve`` then ``preflight.check``)
-before the Beam pipeline is constructed.
+``pipeline("unit-build").source...tokenizer...units...output...run()``: each step only
+records what was declared; nothing is read, loaded or validated before ``run()``, which
+validates everything (``config.resolve`` then ``preflight.check``) before the Beam
+pipeline is constructed. A job file (YAML or JSON, :func:`load_job_file`) holds the same
+fields plus a ``run`` section of policies; :func:`demo_job` is the bundled demo. Both
+give the same ``JobSpec``, so the CLI and the library validate one way.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
 
-from . import digests, errors, patterns, warm_workers
-from .imports import collector_paused, freeze_at_exit
-from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, resolve
+from . import errors
+from .config import DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_job_sections, resolve
 from .tokenizers import HF_JSON, SENTENCEPIECE
+
+DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
 
 
 class _Source:
@@ -105,21 +111,10 @@ class UnitBuildJob:
         error class when validation fails or a policy aborts the build. Returns a
         ``BuildResult``.
         """
-        config = patterns.expand(self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators),
-                                 options)
-        # Both overlap the Beam import below: hashing the inputs, and (when the default
-        # local runner will use worker processes) starting those workers.
-        early = digests.start_local(config)
-        pool = warm_workers.start_for(config, runner, options)
-        try:
-            with collector_paused():
-                from .launcher import launch  # Beam is imported only when a build runs
-            freeze_at_exit()
-        except BaseException:
-            if pool is not None:
-                pool.close()
-            raise
-        return launch(config, runner=runner, options=options, echo=echo, input_digests=early, warm_pool=pool)
+        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators)
+        from .launcher import launch  # Beam is imported only when a build runs
+
+        return launch(config, runner=runner, options=options, echo=echo)
 
 
 def pipeline(name: str) -> UnitBuildJob:
@@ -128,3 +123,65 @@ def pipeline(name: str) -> UnitBuildJob:
         raise errors.PipelineValidationError.invalid(
             problem=f"unknown pipeline {name!r}", rules=['pipeline("unit-build") is the only pipeline'])
     return UnitBuildJob()
+
+
+# --------------------------------------------------------------------------- job files
+
+_SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
+
+
+def _invalid(problem: str) -> errors.PipelineValidationError:
+    return errors.PipelineValidationError.invalid(
+        problem=problem,
+        rules=["job file sections: " + ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())],
+    )
+
+
+def load_job_file(path: str) -> tuple[JobSpec, dict]:
+    """Parse a YAML/JSON job file into a JobSpec and the ``run`` section."""
+    if not os.path.exists(path):
+        raise errors.MintDimFileNotFoundError(context="job file", path=path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        if path.endswith(".json"):
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:
+        raise _invalid(f"job file {path} could not be parsed: {exc}") from None
+    check_job_sections(data, path)
+    source, tok = data.get("source", {}), data.get("tokenizer", {})
+    units, output = data.get("units", {}), data.get("output", {})
+    kind, tok_files = tok.get("type"), tok.get("files")
+    for name in (SENTENCEPIECE, HF_JSON):
+        if name in tok:
+            kind, tok_files = name, tok[name]
+    if kind is not None and kind not in (SENTENCEPIECE, HF_JSON):
+        raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=kind)
+    spec = JobSpec(
+        files=source.get("files"), fields=source.get("fields"), templates=source.get("templates"),
+        tokenizer_kind=kind, tokenizer_files=tok_files,
+        sizes=units.get("sizes"), build_batch=units.get("build_batch"),
+        output_dirs=output.get("dir"), samples_per_shard=output.get("samples_per_shard"),
+    )
+    return spec, dict(data.get("run", {}))
+
+
+def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
+    """The bundled demo: English instructions and Vietnamese chat, one output each."""
+    spec = JobSpec(
+        files=[os.path.join(DEMO_DIR, "instructions.jsonl"), os.path.join(DEMO_DIR, "chat_vi.jsonl")],
+        fields=[["instruction", "input", "output"], ["prompt", "response"]],
+        templates=["### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{output}",
+                   "Người dùng: {prompt}\n\nTrợ lý: {response}"],
+        tokenizer_kind=SENTENCEPIECE,
+        tokenizer_files=[os.path.join(DEMO_DIR, "demo.model")],
+        sizes=[[64, 128, 256], [64, 128, 192]],
+        build_batch=[256],
+        output_dirs=[os.path.join(out_dir, "instructions"), os.path.join(out_dir, "chat_vi")],
+        samples_per_shard=[64],
+    )
+    return spec, {"on_overflow": "extend", "on_template_unk": "continue", "on_bad_record": "skip"}

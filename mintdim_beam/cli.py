@@ -23,83 +23,17 @@ when every root's latest build has the same fingerprint, which is what a nightly
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
-import json
-import os
 import signal
 import sys
 from typing import Optional, Sequence
 
-from . import consumer_cli, digests, errors, patterns, warm_workers
-from .imports import collector_paused, freeze_at_exit
-from .config import (DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_build_id, check_job_sections,
-                     resolve, run_settings)
-from .tokenizers import HF_JSON, SENTENCEPIECE
+from . import consumer_cli, errors
+from .api import _invalid, demo_job, load_job_file
+from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, check_build_id, resolve, run_settings
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
-DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
-
-_SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
-
-
-def _invalid(problem: str) -> errors.PipelineValidationError:
-    return errors.PipelineValidationError.invalid(
-        problem=problem,
-        rules=["job file sections: " + ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())],
-    )
-
-
-def load_job_file(path: str) -> tuple[JobSpec, dict]:
-    """Parse a YAML/JSON job file into a JobSpec and the ``run`` section."""
-    if not os.path.exists(path):
-        raise errors.MintDimFileNotFoundError(context="job file", path=path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        if path.endswith(".json"):
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except Exception as exc:
-        raise _invalid(f"job file {path} could not be parsed: {exc}") from None
-    check_job_sections(data, path)
-    source, tok = data.get("source", {}), data.get("tokenizer", {})
-    units, output = data.get("units", {}), data.get("output", {})
-    kind, tok_files = tok.get("type"), tok.get("files")
-    for name in (SENTENCEPIECE, HF_JSON):
-        if name in tok:
-            kind, tok_files = name, tok[name]
-    if kind is not None and kind not in (SENTENCEPIECE, HF_JSON):
-        raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=kind)
-    spec = JobSpec(
-        files=source.get("files"), fields=source.get("fields"), templates=source.get("templates"),
-        tokenizer_kind=kind, tokenizer_files=tok_files,
-        sizes=units.get("sizes"), build_batch=units.get("build_batch"),
-        output_dirs=output.get("dir"), samples_per_shard=output.get("samples_per_shard"),
-    )
-    return spec, dict(data.get("run", {}))
-
-
-def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
-    """The bundled demo: English instructions and Vietnamese chat, one output each."""
-    spec = JobSpec(
-        files=[os.path.join(DEMO_DIR, "instructions.jsonl"), os.path.join(DEMO_DIR, "chat_vi.jsonl")],
-        fields=[["instruction", "input", "output"], ["prompt", "response"]],
-        templates=["### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{output}",
-                   "Người dùng: {prompt}\n\nTrợ lý: {response}"],
-        tokenizer_kind=SENTENCEPIECE,
-        tokenizer_files=[os.path.join(DEMO_DIR, "demo.model")],
-        sizes=[[64, 128, 256], [64, 128, 192]],
-        build_batch=[256],
-        output_dirs=[os.path.join(out_dir, "instructions"), os.path.join(out_dir, "chat_vi")],
-        samples_per_shard=[64],
-    )
-    return spec, {"on_overflow": "extend", "on_template_unk": "continue", "on_bad_record": "skip"}
-
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size"):
@@ -123,21 +57,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         on_bad_record=run.get("on_bad_record", "abort"),
     )
     config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE), run["accelerators"])
-    config = patterns.expand(config, list(beam_args))
-    early = pool = None
-    if not run.get("versioned"):
-        # Both overlap the Beam import: hashing the inputs, and starting the worker
-        # processes the default local runner will use (warm_workers).
-        early = digests.start_local(config)
-        pool = warm_workers.start_for(config, None, list(beam_args))
-    try:
-        with collector_paused():
-            from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
-        freeze_at_exit()
-    except BaseException:
-        if pool is not None:
-            pool.close()
-        raise
+    from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
 
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
@@ -146,7 +66,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
             return 0
         result = found.result
     else:
-        result = launch(config, options=list(beam_args), input_digests=early, warm_pool=pool)
+        result = launch(config, options=list(beam_args))
     for out in result.outputs:
         s = out.stats
         print(f"[unit-build] done output={out.path} samples={s['total_samples']} tokens={s['total_tokens']} "
@@ -165,20 +85,13 @@ def _take_filesystem_flags(beam_args: Sequence[str], keep: bool = False) -> list
     """
     if not beam_args:
         return []
-    from apache_beam.options import pipeline_options as po
-
     from . import storage
 
-    parser = po._BeamArgumentParser(add_help=False)
-    for name in storage.FILESYSTEM_OPTION_CLASSES:
-        cls = getattr(po, name, None)
-        if cls is not None:
-            cls._add_argparse_args(parser)
-    known, rest = parser.parse_known_args(list(beam_args))
-    settings = {k: v for k, v in vars(known).items() if v is not None}
-    if settings:
-        storage.configure(settings, force=True)
-    return list(beam_args) if keep else rest
+    storage.configure(list(beam_args))
+    if keep:
+        return list(beam_args)
+    fs_names = storage.filesystem_option_names()
+    return [a for a in beam_args if not (a.startswith("--") and a.lstrip("-").partition("=")[0] in fs_names)]
 
 
 def _interrupt(signum, _frame):
@@ -249,18 +162,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def console_main() -> None:
-    """The ``mintdim-beam`` command: :func:`main`, then a quick interpreter exit.
-
-    When ``main`` returns, every output is published and every file closed; what is
-    left is the interpreter's teardown, whose garbage collections walk the ~1,600
-    modules a Beam process has imported (0.3-0.5 s measured). Freezing the heap
-    first skips those walks; this process ends right after, so nothing is kept alive
-    that would have been needed. (The library's ``run()`` leaves the caller's
-    process alone.)
-    """
-    code = main()
-    gc.freeze()
-    sys.exit(code)
+    """The ``mintdim-beam`` command."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

@@ -367,16 +367,16 @@ def _parse_sizes(text: str) -> list:
 
 def _job_histograms(path: str, args, beam_args: list) -> list:
     """Resolve the job file and tokenize its inputs on Beam: one histogram per output."""
-    from .cli import load_job_file
+    from .api import load_job_file
     from .config import DEFAULT_BLOCK_SIZE, Policies, resolve
-    from .unit_planner import job_length_histograms
+    from .launcher import length_histograms
 
     spec, run_section = load_job_file(path)
     block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
     policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
     config = resolve(spec, policies, block_size)
     _check_inputs(config)
-    found = job_length_histograms(config, options=beam_args)
+    found = length_histograms(config, options=beam_args)
     plans = []
     for out in config.outputs:
         hist, bad = found[out.index]

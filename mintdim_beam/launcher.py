@@ -16,12 +16,10 @@ fingerprint equals the latest one.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as _dt
 import json
 import platform
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from . import __version__, blocks, errors, layout, patterns, preflight, publish, storage
 from .config import BuildConfig, check_build_id
@@ -37,11 +35,17 @@ from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
-from .warm_workers import LOCAL_RUNNERS, WarmPool, default_processes, prompt_bundle_ends
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
 HASH_THREADS = 8
+#: Inputs at least this large run on one worker process per core by default
+#: (:func:`choose_local_mode`).
+MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
+#: Runner names the launcher maps to the local FnApiRunner.
+LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
+#: The local runner's flags that, when given, leave its mode to the user.
+LOCAL_MODE_FLAGS = ("direct_running_mode", "direct_num_workers")
 
 
 @dataclass(frozen=True)
@@ -104,51 +108,45 @@ def resolve_runner(runner, options: PipelineOptions):
     return runner, type(runner).__name__
 
 
-def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions) -> None:
+def flag_names(flags) -> set:
+    """The option names a list of Beam flags mentions (``--name``, ``--name=value``)."""
+    return {str(f).lstrip("-").partition("=")[0].replace("-", "_")
+            for f in flags or () if str(f).startswith("--")}
+
+
+def default_processes(total_input_bytes: int, cores: Optional[int] = None) -> int:
+    """Worker processes of the default local configuration: one per usable core
+    (``cores.usable_cores``: affinity and CPU quota) from ``MULTI_PROCESS_MIN_BYTES`` of
+    input when there are several, else 0 (in memory)."""
+    cores = usable_cores() if cores is None else cores
+    return cores if cores > 1 and total_input_bytes >= MULTI_PROCESS_MIN_BYTES else 0
+
+
+def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=None) -> None:
     """Pick the local runner's mode when the user left it open (measured choice).
 
     In memory, the encode pool keeps every core busy while one thread parses, but the
     rest of the Python work (parsing, UNK audit, index rows, HF ids) shares one GIL.
-    Worker processes share nothing but cost time to start and stop, less when they are
-    warm (``warm_workers``). Measured on two cores with warm workers: at 100 MB the
-    processes win (T5: Latin text 7.45 s against 7.75 s, repeated real text 4.37 s
-    against 4.89 s, the generated corpus 13.5 s against 17.7 s; BPE there 21.8 s against
-    24.0 s); at 16 and 32 MB in memory wins by 0.3-0.5 s. Output bytes are the same
-    either way.
+    Worker processes share nothing but cost Beam's start-up and shut-down of each
+    (about 3 s over the in-memory runner on two cores), which a large input repays.
+    Output bytes are the same either way. The choice is made through Beam's own
+    ``DirectOptions``. ``flags``: the list of flags the user gave, where the mode is
+    left open unless it names ``--direct_running_mode`` or ``--direct_num_workers``
+    (even at their defaults); a ``PipelineOptions`` object (``flags`` None) leaves it
+    open unless it holds a value other than Beam's default.
     """
     if runner is None:
         runner = opts.view_as(StandardOptions).runner
-    # A flag given with its default value counts as a choice too, so look at the flags.
-    flags = " ".join(getattr(opts, "_flags", None) or [])
-    explicit = opts.get_all_options(drop_default=True)
-    if runner not in LOCAL_RUNNERS or any(
-            name in explicit or f"--{name}" in flags for name in ("direct_running_mode", "direct_num_workers")):
+    if runner not in LOCAL_RUNNERS:
+        return
+    named = flag_names(flags) if flags is not None else set(opts.get_all_options(drop_default=True))
+    if any(name in named for name in LOCAL_MODE_FLAGS):
         return
     processes = default_processes(sum(storage.size(f.path) for f in config.files))
     if processes:
         direct = opts.view_as(DirectOptions)
         direct.direct_running_mode = "multi_processing"
         direct.direct_num_workers = processes
-
-
-def _WarmFnApiRunner(pool: WarmPool):
-    """The FnApiRunner, its workers started through ``pool`` (see ``warm_workers``)."""
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-    from apache_beam.transforms.environments import SubprocessSDKEnvironment
-
-    class WarmFnApiRunner(FnApiRunner):
-        def run_pipeline(self, pipeline, options):
-            # The runner swaps in its own worker command when it sees the
-            # multi-process mode; without a mode it keeps ours (and the worker count).
-            direct = options.view_as(DirectOptions)
-            mode, direct.direct_running_mode = direct.direct_running_mode, None
-            pool.wait_listening()   # at once, unless this process had Beam imported already
-            try:
-                return super().run_pipeline(pipeline, options)
-            finally:
-                direct.direct_running_mode = mode
-
-    return WarmFnApiRunner(default_environment=SubprocessSDKEnvironment.from_command_string(pool.command()))
 
 
 def _versions() -> dict:
@@ -180,43 +178,28 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
     started = time.monotonic()
     paths = fingerprint_paths(config)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths)))) as pool:
-        files = dict(zip(paths, pool.map(publish.file_digest, paths)))
+        files = dict(zip(paths, pool.map(storage.file_digest, paths)))
     return InputDigests(files, round(time.monotonic() - started, 3))
 
 
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-           echo=print, input_digests=None, warm_pool: Optional[WarmPool] = None) -> BuildResult:
+           echo=print, input_digests=None) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
 
-    ``input_digests``: the input files already hashed (a versioned build that checked
-    for changes), or a future of that (``digests.start_local``). Otherwise a local
-    build hashes them on a thread while the pipeline is prepared, and other runners
-    hash them in a pipeline step alongside the build.
-
-    ``warm_pool``: worker processes started before Beam was imported
-    (``warm_workers.start_for``); used when the build runs on the local multi-process
-    runner, and closed here in any case.
+    ``options``: a list of Beam flags or a ``PipelineOptions``. ``input_digests``: the
+    input files already hashed (a versioned build that checked for changes). Otherwise
+    a local build hashes them on a thread while the pipeline is prepared, and other
+    runners hash them in a pipeline step alongside the build.
     """
-    try:
-        return _launch(config, runner, options, ask, interactive, echo, input_digests, warm_pool)
-    finally:
-        if warm_pool is not None:
-            warm_pool.close()
-
-
-def _launch(config, runner, options, ask, interactive, echo, input_digests, warm_pool) -> BuildResult:
+    flags = list(options) if isinstance(options, (list, tuple)) else None
     opts = make_options(options)
-    storage.configure(opts, force=True)  # s3:// endpoints and keys, before preflight reads
-    config = patterns.expand(config)     # when the caller has not
+    storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
+    config = patterns.expand(config)     # glob entries, through FileSystems
     pre = preflight.check(config, ask=ask, interactive=interactive)
     runner, opts = _runner_alias(runner, opts)
-    choose_local_mode(config, runner, opts)
+    choose_local_mode(config, runner, opts, flags if options is not None else [])
     runner_obj, runner_name = resolve_runner(runner, opts)
     direct = opts.view_as(DirectOptions)
-    warm = 0
-    if (warm_pool is not None and runner_name == "FnApiRunner"
-            and direct.direct_running_mode == "multi_processing"):
-        runner_obj, warm = _WarmFnApiRunner(warm_pool), warm_pool.size
     hashing = None
     if input_digests is None and runner_name == "FnApiRunner":
         # Local build: the launcher hashes the inputs on a thread (sha256 and file reads
@@ -224,15 +207,12 @@ def _launch(config, runner, options, ask, interactive, echo, input_digests, warm
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
         input_digests = hashing.submit(hash_inputs, config)
     _tune_for_runner(config, runner_name, opts)
-    _skip_type_inference(runner_name, opts)
     started = time.time()
     build_info = {
         "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(),
         "runner": runner_name,
         "direct_running_mode": direct.direct_running_mode,
         "direct_num_workers": direct.direct_num_workers,
-        "warm_workers": warm,
-        "pipeline_type_check": opts.view_as(TypeOptions).pipeline_type_check,
         "block_size": config.block_size,
         "build_batch": [f.build_batch for f in config.files],
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
@@ -277,28 +257,24 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
             "seconds": input_digests.seconds,
         }
     p = beam.Pipeline(runner=runner_obj, options=opts)
-    with _outside_ipython():
-        pipelined = delivers_finish_bundle(build_info.get("runner"))
-        # One process with several cores (the local in-memory runner): the tokenizer's
-        # own threads beat a word-by-word encoder on one core.
-        words = not (build_info.get("runner") == "FnApiRunner"
-                     and build_info.get("direct_running_mode") != "multi_processing"
-                     and usable_cores() > 1)
-        build_info["accelerators"] = config.accelerators
-        build_info["bpe_word_encoder"] = words and config.accelerators
-        # Local worker processes share this machine's cores: each sizes its encode pool
-        # for its share, not for every core.
-        worker_cores = None
-        if (build_info.get("runner") == "FnApiRunner"
-                and build_info.get("direct_running_mode") == "multi_processing"):
-            worker_cores = max(1, usable_cores() // max(1, build_info.get("direct_num_workers") or 1))
-        build_info["worker_cores"] = worker_cores
-        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
-                                         word_encoder=words, worker_cores=worker_cores)
-    # The in-memory runner runs every bundle during run(), in this process.
-    local = build_info.get("runner") == "FnApiRunner"
-    with _outside_ipython(), (prompt_bundle_ends() if local else contextlib.nullcontext()):
-        result = p.run()
+    pipelined = delivers_finish_bundle(build_info.get("runner"))
+    # One process with several cores (the local in-memory runner): the tokenizer's
+    # own threads beat a word-by-word encoder on one core.
+    words = not (build_info.get("runner") == "FnApiRunner"
+                 and build_info.get("direct_running_mode") != "multi_processing"
+                 and usable_cores() > 1)
+    build_info["accelerators"] = config.accelerators
+    build_info["bpe_word_encoder"] = words and config.accelerators
+    # Local worker processes share this machine's cores: each sizes its encode pool
+    # for its share, not for every core.
+    worker_cores = None
+    if (build_info.get("runner") == "FnApiRunner"
+            and build_info.get("direct_running_mode") == "multi_processing"):
+        worker_cores = max(1, usable_cores() // max(1, build_info.get("direct_num_workers") or 1))
+    build_info["worker_cores"] = worker_cores
+    _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
+                                     word_encoder=words, worker_cores=worker_cores)
+    result = p.run()
     try:
         state = result.wait_until_finish()
     finally:
@@ -307,37 +283,6 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
             client.close()
     if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
         raise RuntimeError(f"the pipeline ended in state {state}")
-
-
-@contextlib.contextmanager
-def _outside_ipython():
-    """Skip Beam's IPython probe when IPython is not loaded in this process.
-
-    Beam asks ``is_in_ipython()`` for every top-level transform, which imports IPython
-    when it is installed (about 0.4 s) just to learn that no shell is running. A
-    process in an IPython shell or notebook has IPython imported already, so the answer
-    is known without the import; the probe is left alone in that case.
-    """
-    if "IPython" in sys.modules:
-        yield
-        return
-    from apache_beam import pipeline as beam_pipeline
-    from apache_beam.utils import interactive_utils
-
-    # Both names: pipeline.py imported the function itself (for run()).
-    modules = [m for m in (interactive_utils, beam_pipeline) if hasattr(m, "is_in_ipython")]
-    probes = [m.is_in_ipython for m in modules]
-    for m in modules:
-        m.is_in_ipython = _not_in_ipython
-    try:
-        yield
-    finally:
-        for m, probe in zip(modules, probes):
-            m.is_in_ipython = probe
-
-
-def _not_in_ipython() -> bool:
-    return False
 
 
 def _runner_alias(runner, opts: PipelineOptions):
@@ -368,22 +313,6 @@ def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOption
         return
     wanted = 2 * _dask_threads(dask.address)
     dask.npartitions = max(1, min(len(blocks.plan_blocks(config)), wanted, DASK_MAX_PARTITIONS))
-
-
-def _skip_type_inference(runner_name: str, opts: PipelineOptions) -> None:
-    """The local runner: build the graph without Beam's construction-time type checks.
-
-    They infer each step's element type from its function's bytecode, 0.15-0.2 s of a
-    100 MB build's start-up (measured: the first graph of a process 0.42 s with them,
-    0.24 s without), and guard user code this graph has none of. Without them every
-    element takes Beam's general-purpose coder; output bytes do not depend on coders.
-    Left alone when the user names ``--pipeline_type_check``/``--no_pipeline_type_check``,
-    and on other runners, whose workers may rely on inferred coders.
-    """
-    flags = " ".join(getattr(opts, "_flags", None) or [])
-    if runner_name != "FnApiRunner" or "pipeline_type_check" in flags:
-        return
-    opts.view_as(TypeOptions).pipeline_type_check = False
 
 
 def _dask_threads(address: Optional[str]) -> int:
@@ -457,6 +386,53 @@ def shard_lines(result: BuildResult) -> list[str]:
     return lines
 
 
+# --------------------------------------------------------------------------- plan
+
+
+def length_histograms(config: BuildConfig, runner=None, options=None, workdir: Optional[str] = None) -> dict:
+    """``{output index: (LengthHistogram, bad_records)}`` of a job, by running its
+    tokenization (``transforms.CountTokenLengths``) without building it.
+
+    The merged counts are written as small JSON files under ``workdir`` (a temporary
+    directory by default; give a shared path on a distributed runner), then read back.
+    """
+    import shutil
+    import tempfile
+
+    from .transforms import CountTokenLengths
+    from .unit_planner import LengthHistogram
+
+    opts = make_options(options)
+    storage.configure(opts)
+    runner, opts = _runner_alias(runner, opts)
+    runner_obj, _ = resolve_runner(runner, opts)
+    own_dir = workdir is None
+    workdir = workdir or tempfile.mkdtemp(prefix="mintdim-plan-")
+    try:
+        with beam.Pipeline(runner=runner_obj, options=opts) as p:
+            _ = (p
+                 | "CountTokenLengths" >> CountTokenLengths(config)
+                 | "WriteHistograms" >> beam.Map(_write_histogram, workdir))
+        out = {}
+        for o in config.outputs:
+            path = storage.join(workdir, f"histogram-{o.index}.json")
+            if storage.exists(path):
+                data = json.loads(storage.read_bytes(path))
+                out[o.index] = (LengthHistogram.from_counts(data["lengths"]), data["bad_records"])
+            else:
+                out[o.index] = (LengthHistogram.from_counts({}), 0)
+        return out
+    finally:
+        if own_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _write_histogram(element, workdir: str) -> None:
+    output, (hist, bad) = element
+    body = {"lengths": {str(k): v for k, v in sorted(hist.items())}, "bad_records": bad}
+    storage.write_text(storage.join(workdir, f"histogram-{output}.json"), json.dumps(body) + "\n")
+
+
 # --------------------------------------------------------------------------- versioned roots
 
 
@@ -489,7 +465,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     if build_id is not None:
         check_build_id(build_id)
     opts = make_options(options)
-    storage.configure(opts, force=True)
+    storage.configure(opts)
     config = patterns.expand(config)
     roots = tuple(out.path for out in config.outputs)
     digests = None
@@ -510,7 +486,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     build_id = build_id or new_build_id()
     versioned = dataclasses.replace(config, outputs=tuple(
         dataclasses.replace(out, path=storage.join(out.path, build_id)) for out in config.outputs))
-    result = launch(versioned, runner=runner, options=opts, ask=ask, interactive=interactive, echo=echo,
+    result = launch(versioned, runner=runner, options=options, ask=ask, interactive=interactive, echo=echo,
                     input_digests=digests)
     for root in roots:
         publish.write_latest(root, build_id)

@@ -54,7 +54,7 @@ def expand(config: BuildConfig, options=None) -> BuildConfig:
         return config
     from . import storage
 
-    storage.configure(options, force=True)
+    storage.configure(options)
     files: list[FileSpec] = []
     members: dict[int, list[int]] = {out.index: [] for out in config.outputs}
     for spec in config.files:

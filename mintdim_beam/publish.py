@@ -177,7 +177,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
                                      sha=sha)
             sums[name] = sha.hexdigest()
         else:
-            sums[name] = file_digest(final)[1]
+            sums[name] = storage.file_digest(final)[1]
         storage.delete_tree(layout.parts_dir(out.path, name))
 
     for r in shard_results:
@@ -272,16 +272,6 @@ def component_versions() -> dict:
 
     return {"mintdim_beam": __version__, "tokenizers": tokenizers.__version__,
             "sentencepiece": sentencepiece.__version__}
-
-
-def file_digest(path: str) -> tuple[int, str]:
-    """``(size, sha256 hex)`` of a file, streamed through ``FileSystems``."""
-    sha = hashlib.sha256()
-    size = 0
-    for chunk in storage.iter_chunks(path):
-        sha.update(chunk)
-        size += len(chunk)
-    return size, sha.hexdigest()
 
 
 def resolved_config(config: BuildConfig, out: OutputSpec) -> dict:

@@ -17,6 +17,7 @@ go up as one plain PUT through the same client. Everything else goes through
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import threading
@@ -34,6 +35,9 @@ _MIME = "application/octet-stream"
 FILESYSTEM_OPTION_CLASSES = ("S3Options", "GoogleCloudOptions", "HadoopFileSystemOptions", "AzureOptions")
 
 _s3_local = threading.local()
+# The file-system options last given to FileSystems by configure() (FileSystems keeps
+# its own copy privately): they also build the s3:// clients of _s3().
+_options = None
 
 
 def filesystem_options(options) -> dict:
@@ -53,26 +57,41 @@ def filesystem_options(options) -> dict:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def configure(options, force: bool = False) -> None:
-    """Give ``FileSystems`` these options where it lacks them.
+def filesystem_option_names() -> set:
+    """The names of every file-system option Beam knows (``s3_endpoint_url``, ...)."""
+    from apache_beam.options import pipeline_options as po
+
+    empty = po.PipelineOptions([])
+    return {name for cls in FILESYSTEM_OPTION_CLASSES if getattr(po, cls, None) is not None
+            for name in empty.view_as(getattr(po, cls)).get_all_options(current_only=True)}
+
+
+def configure(options) -> None:
+    """Give ``FileSystems`` the file-system settings in ``options``.
 
     ``options``: a ``PipelineOptions``, a list of Beam flags, or a dict from
-    :func:`filesystem_options` (None: nothing to do). Without ``force`` the options
-    are applied only when ``FileSystems`` has none or has different file-system
-    settings (a long-lived Dask worker that served another job), so a runner's own
-    configuration is kept. The launcher forces them before it touches any file.
+    :func:`filesystem_options` (None: nothing to do). The launcher calls it before it
+    touches any file; DoFns call it in ``setup()`` with the pipeline's settings, since
+    the Dask runner does not configure its workers' ``FileSystems`` (and a long-lived
+    Dask worker may hold another job's). The settings are applied through Beam's public
+    ``FileSystems.set_options``; the same options also make this module's ``s3://``
+    clients (:func:`_s3`). Settings already in force are not set again; none given,
+    where none were set here, leave what the runner configured alone.
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    global _options
     if options is None:
         return
     if isinstance(options, dict):
         options = PipelineOptions.from_dictionary(options)
     elif isinstance(options, (list, tuple)):
         options = PipelineOptions(list(options))
-    current = FileSystems._pipeline_options
-    if force or current is None or filesystem_options(current) != filesystem_options(options):
-        FileSystems.set_options(options)
+    settings = filesystem_options(options)
+    if settings == (filesystem_options(_options) if _options is not None else {}):
+        return   # already in force (or none given and none set here)
+    _options = PipelineOptions.from_dictionary(settings)
+    FileSystems.set_options(_options)
 
 
 def _is_s3(path: str) -> bool:
@@ -80,12 +99,12 @@ def _is_s3(path: str) -> bool:
 
 
 def _s3():
-    """Beam's ``S3IO`` for this thread, built from the options ``FileSystems`` holds."""
+    """Beam's ``S3IO`` for this thread, built from the options last configured here."""
     from apache_beam.io.aws import s3io
     from apache_beam.io.aws.clients.s3 import boto3_client
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    options = FileSystems._pipeline_options
+    options = _options
     cached = getattr(_s3_local, "entry", None)
     if cached is None or cached[0] is not options:
         client = boto3_client.Client(options=options if options is not None else PipelineOptions([]))
@@ -156,6 +175,16 @@ def read_range(path: str, start: int, length: int) -> bytes:
     with open_read(path) as f:
         f.seek(start)
         return f.read(length)
+
+
+def file_digest(path: str) -> tuple[int, str]:
+    """``(size, sha256 hex)`` of a file, streamed: the package's one file hasher."""
+    sha = hashlib.sha256()
+    size = 0
+    for chunk in iter_chunks(path):
+        sha.update(chunk)
+        size += len(chunk)
+    return size, sha.hexdigest()
 
 
 def iter_chunks(path: str, chunk_size: int = _CHUNK):

@@ -422,56 +422,6 @@ def _hf_unk_id(tok, text: str, path: str) -> int:
     return int(unk_id)
 
 
-# Adapters loaded ahead of their first use in this process (a warm worker waiting to be
-# claimed): (kind, path, threads, accelerators, word_encoder) -> Future of
-# (file bytes, adapter), or of None when the load failed.
-_PRELOADED: dict = {}
-_PRELOAD_LOCK = threading.Lock()
-
-
-def preload(kind: str, path: str, threads: int = 1, accelerators: bool = True,
-            word_encoder: bool = True) -> None:
-    """Load a tokenizer now, for :func:`load_tokenizer_preloaded` to hand out once.
-
-    A warm worker does this while it waits for the runner, so that its first bundle
-    does not wait for the model to load. Any failure is left for the real load to
-    report.
-    """
-    from concurrent.futures import Future
-
-    key = (kind, path, threads, accelerators, word_encoder)
-    future: Future = Future()
-    with _PRELOAD_LOCK:
-        if key in _PRELOADED:
-            return
-        _PRELOADED[key] = future
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-        adapter = load_tokenizer(kind, path, data, threads=threads, accelerators=accelerators,
-                                 word_encoder=word_encoder)
-        adapter.prepare()
-        future.set_result((data, adapter))
-    except BaseException:  # noqa: BLE001 - the build's own load reports it
-        future.set_result(None)
-
-
-def load_tokenizer_preloaded(kind: str, path: str, data: bytes, threads: int = -1,
-                             accelerators: bool = True, word_encoder: bool = True) -> Tokenizer:
-    """:func:`load_tokenizer`, taking the adapter :func:`preload` made if it was made
-    from the same bytes (waiting for it if it is still loading). Each preloaded
-    adapter is handed out once; callers keep it (``Shared``)."""
-    key = (kind, path, threads, accelerators, word_encoder)
-    with _PRELOAD_LOCK:
-        future = _PRELOADED.pop(key, None)
-    if future is not None:
-        loaded = future.result()
-        if loaded is not None and loaded[0] == data:
-            return loaded[1]
-    return load_tokenizer(kind, path, data, threads=threads, accelerators=accelerators,
-                          word_encoder=word_encoder)
-
-
 def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, accelerators: bool = True,
                    word_encoder: bool = True) -> Tokenizer:
     """Build the adapter of ``kind`` from the tokenizer file's bytes.

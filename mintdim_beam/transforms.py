@@ -63,7 +63,7 @@ from .cores import usable_cores
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
 from .records import BlockEncoder
 from .shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
-from .tokenizers import SENTENCEPIECE, load_tokenizer_preloaded
+from .tokenizers import SENTENCEPIECE, load_tokenizer
 
 NAMESPACE = "mintdim"
 #: Input bytes per duplicate task: its digest range holds the content hashes of about
@@ -126,8 +126,8 @@ def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     cache = {}
     for spec in {f.tokenizer for f in config.files}:
         # Several encode calls run at once (see encode_threads): one thread each.
-        cache[spec] = load_tokenizer_preloaded(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
-                                               accelerators=config.accelerators, word_encoder=word_encoder)
+        cache[spec] = load_tokenizer(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
+                                     accelerators=config.accelerators, word_encoder=word_encoder)
         cache[spec].prepare()   # here, not in the first encode call
     return _Handle(cache)
 
@@ -568,10 +568,8 @@ class _HashInputFn(_StorageDoFn):
     """Size and sha256 of one input or tokenizer file, streamed through FileSystems."""
 
     def process(self, path: str):
-        from .publish import file_digest
-
         started = time.monotonic()
-        size, sha = file_digest(path)
+        size, sha = storage.file_digest(path)
         yield FileDigest(path, size, sha, round(time.monotonic() - started, 3))
 
 
@@ -743,3 +741,60 @@ class UnitBuild(beam.PTransform):
             | "Finalize" >> beam.ParDo(_FinalizeFn(config, self._build_info, self._input_digests, fs, shared,
                                                       self._word_encoder))
         )
+
+
+class CountTokenLengths(beam.PTransform):
+    """The token-length histogram of each output of a job, without building it.
+
+    Reads the job's input blocks and encodes them with the build's own
+    :class:`~mintdim_beam.records.BlockEncoder` against a single unit of size 0 under
+    the ``skip`` overflow policy: every sample overflows, so no record is laid out,
+    and the encoder still reports each sample's exact token count. Bad records are
+    skipped and counted. Emits ``(output index, ({length: count}, bad_records))``,
+    one element per output, merged by ``unit_planner.merge_counts``.
+    """
+
+    def __init__(self, config: BuildConfig):
+        super().__init__()
+        self._config = config
+
+    def expand(self, pbegin):
+        from .unit_planner import merge_counts
+
+        fs = storage.filesystem_options(pbegin.pipeline.options)
+        return (pbegin
+                | "ListBlocks" >> beam.Create(blocks.plan_blocks(self._config))
+                | "CountTokens" >> beam.ParDo(_CountTokensFn(self._config, fs))
+                | "MergeHistograms" >> beam.CombinePerKey(merge_counts))
+
+
+class _CountTokensFn(_StorageDoFn):
+    """Encode one block; emit ``(output, ({length: count}, bad_records))``."""
+
+    def __init__(self, config: BuildConfig, filesystem_options: Optional[dict]):
+        super().__init__(filesystem_options)
+        self._config = config
+        self._encoders = None
+
+    def setup(self):
+        from .config import Policies
+
+        super().setup()
+        tokenizers = {}
+        self._encoders = {}
+        policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
+        for spec in self._config.files:
+            key = (spec.tokenizer.kind, spec.tokenizer.path)
+            if key not in tokenizers:
+                tokenizers[key] = load_tokenizer(key[0], key[1], storage.read_bytes(key[1]),
+                                                 accelerators=self._config.accelerators)
+            self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], policies, sizes=(0,))
+
+    def process(self, ref: BlockRef):
+        spec = self._config.files[ref.file]
+        lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+        result = self._encoders[ref.file].encode_block(lines, file_start=ref.start == 0)
+        good = result.status != BAD
+        values, counts = np.unique(result.orig_count[good], return_counts=True)
+        yield spec.output, (dict(zip(values.tolist(), counts.tolist())), int((~good).sum()))
+

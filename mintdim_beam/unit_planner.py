@@ -15,17 +15,18 @@ exactly:
   (the difference is ``(v[d] - v[c]) * (C[b] - C[a]) >= 0``), so the best split point
   is monotone in ``b`` and divide and conquer fills each row in ``O(m log m)``.
 
-This part is pure numpy. Building the histogram of a job that has not been built yet
-needs the real tokenization, so :func:`job_length_histograms` runs the build's own
-encoder over the input blocks in a small Beam pipeline (imported only there).
+All of it is pure numpy and never starts a pipeline. The histogram of a job that has
+not been built yet needs the real tokenization: the launcher's
+``length_histograms`` runs the build's own encoder over the input blocks
+(``transforms.CountTokenLengths``) and merges the counts with :func:`merge_counts`;
+the ``plan`` command calls it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -227,53 +228,6 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     return LengthHistogram.from_counts(counts), info
 
 
-def job_length_histograms(config, runner=None, options=None, workdir: Optional[str] = None) -> dict:
-    """``{output index: (LengthHistogram, bad_records)}`` of a job, by running its tokenization.
-
-    A Beam pipeline reads the job's input blocks and encodes them with the build's own
-    :class:`~mintdim_beam.records.BlockEncoder` against a single unit of size 0 under
-    the ``skip`` overflow policy: every sample overflows, so no record is laid out, and
-    the encoder still reports each sample's exact token count. Bad records are skipped
-    and counted. Histograms are merged per output with a combiner and written as small
-    JSON files under ``workdir`` (a temporary directory by default; give a shared path
-    on a distributed runner), then read back.
-    """
-    import tempfile
-
-    import apache_beam as beam
-
-    from . import storage
-    from .blocks import plan_blocks
-    from .launcher import make_options, resolve_runner
-
-    opts = make_options(options)
-    runner_obj, _ = resolve_runner(runner, opts)
-    own_dir = workdir is None
-    workdir = workdir or tempfile.mkdtemp(prefix="mintdim-plan-")
-    blocks = plan_blocks(config)
-    try:
-        with beam.Pipeline(runner=runner_obj, options=opts) as p:
-            _ = (p
-                 | "CreateBlocks" >> beam.Create(blocks)
-                 | "CountTokens" >> beam.ParDo(_count_tokens_fn()(config))
-                 | "MergeHistograms" >> beam.CombinePerKey(merge_counts)
-                 | "WriteHistograms" >> beam.Map(_write_histogram, workdir))
-        out = {}
-        for o in config.outputs:
-            path = storage.join(workdir, f"histogram-{o.index}.json")
-            if storage.exists(path):
-                data = json.loads(storage.read_bytes(path))
-                out[o.index] = (LengthHistogram.from_counts(data["lengths"]), data["bad_records"])
-            else:
-                out[o.index] = (LengthHistogram.from_counts({}), 0)
-        return out
-    finally:
-        if own_dir:
-            import shutil
-
-            shutil.rmtree(workdir, ignore_errors=True)
-
-
 def merge_counts(values: Iterable[tuple]) -> tuple:
     """Combiner: add ``({length: count}, bad_records)`` pairs (associative, commutative)."""
     hist: dict = {}
@@ -282,50 +236,3 @@ def merge_counts(values: Iterable[tuple]) -> tuple:
         hist = _add(hist, h)
         bad += b
     return hist, bad
-
-
-def _write_histogram(element, workdir: str) -> None:
-    from . import storage
-
-    output, (hist, bad) = element
-    body = {"lengths": {str(k): v for k, v in sorted(hist.items())}, "bad_records": bad}
-    storage.write_text(storage.join(workdir, f"histogram-{output}.json"), json.dumps(body) + "\n")
-
-
-def _count_tokens_fn():
-    """The DoFn class, defined on first use so that this module never imports Beam."""
-    import apache_beam as beam
-
-    from . import storage
-    from .blocks import read_block_lines
-    from .config import Policies
-    from .block_result import BAD
-    from .records import BlockEncoder
-    from .tokenizers import load_tokenizer
-
-    class _CountTokensFn(beam.DoFn):
-        """Encode one block; emit ``(output, ({length: count}, bad_records))``."""
-
-        def __init__(self, config):
-            self._config = config
-            self._encoders = None
-
-        def setup(self):
-            tokenizers = {}
-            self._encoders = {}
-            policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
-            for spec in self._config.files:
-                key = (spec.tokenizer.kind, spec.tokenizer.path)
-                if key not in tokenizers:
-                    tokenizers[key] = load_tokenizer(key[0], key[1], storage.read_bytes(key[1]))
-                self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], policies, sizes=(0,))
-
-        def process(self, ref):
-            spec = self._config.files[ref.file]
-            lines, _ = read_block_lines(spec.path, ref.start, ref.end, decode=False)
-            result = self._encoders[ref.file].encode_block(lines, file_start=ref.start == 0)
-            good = result.status != BAD
-            values, counts = np.unique(result.orig_count[good], return_counts=True)
-            yield spec.output, (dict(zip(values.tolist(), counts.tolist())), int((~good).sum()))
-
-    return _CountTokensFn

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mintdim_beam import cores, warm_workers
+from mintdim_beam import cores
 
 
 def _tree(root: Path, files: dict) -> str:
@@ -72,14 +72,13 @@ def test_unreadable_or_odd_files_mean_no_limit(tmp_path, eight_cpus):
     assert cores.usable_cores(root) == 8
 
 
-def test_the_local_default_starts_one_worker_per_usable_core(monkeypatch):
+def test_the_local_default_starts_one_worker_per_usable_core():
     """A two-core quota on a large host gives two worker processes, not one per CPU."""
-    monkeypatch.setattr(warm_workers, "usable_cores", lambda: 2)
-    monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert warm_workers.default_processes(1 << 40) == 2
-    assert warm_workers.default_processes(1000) == 0
-    monkeypatch.setattr(warm_workers, "usable_cores", lambda: 1)
-    assert warm_workers.default_processes(1 << 40) == 0
+    from mintdim_beam.launcher import default_processes
+
+    assert default_processes(1 << 40, cores=2) == 2
+    assert default_processes(1000, cores=2) == 0
+    assert default_processes(1 << 40, cores=1) == 0
 
 
 def test_encode_threads_follow_the_cores_a_worker_may_count_on(monkeypatch):

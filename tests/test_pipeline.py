@@ -1041,39 +1041,3 @@ def test_multi_process_runner_gives_identical_output(tmp_path, tok):
     assert_same_outputs(tmp_path / "default", tmp_path / "multi")
     info = json.loads((tmp_path / "multi" / "build_info.json").read_text())
     assert info["direct_running_mode"] == "multi_processing"
-
-
-def test_local_builds_skip_construction_type_checks_unless_asked(tmp_path, tok):
-    """The local runner builds the graph without Beam's type inference (start-up time);
-    asking for the checks keeps them, and the bytes are the same either way."""
-    rows = [{"q": f"{i}", "a": (EN + VI)[i % 9]} for i in range(20)]
-    f = write_jsonl(tmp_path / "a.jsonl", rows)
-    common = dict(files=[f], fields=[["q", "a"]], templates=["{q}: {a}"], tokenizer_kind=SP,
-                  tokenizer_files=[tok("sp_unigram.model")], sizes=[[8, 16]], samples_per_shard=[7],
-                  on_overflow="extend")
-    run_pipeline(output_dirs=str(tmp_path / "default"), **common)
-    run_pipeline(output_dirs=str(tmp_path / "checked"), options=["--pipeline_type_check"], **common)
-    assert_same_outputs(tmp_path / "default", tmp_path / "checked")
-    infos = [json.loads((tmp_path / d / "build_info.json").read_text()) for d in ("default", "checked")]
-    assert [i["pipeline_type_check"] for i in infos] == [False, True]
-
-
-def test_a_build_outside_ipython_does_not_import_it(tmp_path, tok):
-    """Beam probes for an IPython shell by importing IPython (~0.4 s) when installed;
-    the launcher answers the probe itself when IPython is not loaded."""
-    pytest.importorskip("IPython")
-    import subprocess
-
-    f = write_jsonl(tmp_path / "d.jsonl", [{"q": "x", "a": EN[0]}])
-    code = (
-        "import sys\n"
-        "from mintdim_beam import pipeline\n"
-        f"job = (pipeline('unit-build').source.jsonl(files=[{f!r}], fields=[['q', 'a']], templates=['{{q}} {{a}}'])"
-        f".tokenizer.sentencepiece(files=[{tok('sp_unigram.model')!r}]).units(sizes=[[64]], build_batch=[8])"
-        f".output.dir({str(tmp_path / 'out')!r}, samples_per_shard=[4]))\n"
-        "job.run(echo=lambda *a: None)\n"
-        "print('IPython' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
-    assert (tmp_path / "out" / "manifest.json").exists()

@@ -101,13 +101,13 @@ def test_job_histogram_runs_the_real_tokenization(tmp_path):
         "output": {"dir": str(tmp_path / "never_built"), "samples_per_shard": [4]},
         "run": {"block_size": 1024},
     }))
-    from mintdim_beam.cli import load_job_file
+    from mintdim_beam.api import load_job_file
     from mintdim_beam.config import resolve
-    from mintdim_beam.unit_planner import job_length_histograms
+    from mintdim_beam.launcher import length_histograms
 
     spec, _ = load_job_file(str(job))
     config = resolve(spec, block_size=1024)
-    (hist, bad), = job_length_histograms(config).values()
+    (hist, bad), = length_histograms(config).values()
     assert bad == 1
     assert sorted(np.repeat(hist.lengths, hist.counts).tolist()) == built
     assert not (tmp_path / "never_built").exists()
