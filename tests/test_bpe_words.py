@@ -32,13 +32,16 @@ def _config(testdata, **changes) -> str:
     return json.dumps(config)
 
 
-def _pair(config_text: str):
+def _pair(config_text: str, max_words: int = bpe_words.MAX_WORDS, parts=bpe_words._Parts):
+    """The tokenizer and its word encoder (memos of ``max_words`` keys, parts of class ``parts``)."""
     tok = Tokenizer.from_str(config_text)
     tok.no_padding()
     tok.no_truncation()
     words = ByteLevelWords.for_tokenizer(tok, config_text)
     assert words is not None
-    return tok, words
+    config = json.loads(config_text)
+    added = [t.get("content", "") for t in config.get("added_tokens") or []]
+    return tok, ByteLevelWords(tok, added, words._nfc, parts(tok) if words._parts else None, max_words)
 
 
 def _expected(tok, texts):
@@ -116,9 +119,8 @@ def test_nfc_normalizer(testdata):
     _assert_same(tok, words, [decomposed, unicodedata.normalize("NFC", decomposed)] + _random_texts(2, 2000))
 
 
-def test_a_full_cache_starts_again_without_changing_ids(testdata, monkeypatch):
-    tok, words = _pair(_config(testdata))
-    monkeypatch.setattr(bpe_words, "MAX_WORDS", 50)
+def test_a_full_cache_starts_again_without_changing_ids(testdata):
+    tok, words = _pair(_config(testdata), max_words=50)
     texts = _random_texts(3, 1500)
     for start in range(0, len(texts), 100):
         _assert_same(tok, words, texts[start:start + 100])
@@ -187,15 +189,15 @@ def test_a_join_is_made_only_where_the_check_proves_it(testdata):
     assert not all(checked._pairs.values())
 
 
-def test_a_word_without_a_proven_join_is_encoded_whole(testdata, monkeypatch):
-    tok, words = _pair(_config(testdata))
+def test_a_word_without_a_proven_join_is_encoded_whole(testdata):
     calls = []
 
-    def refuse(self, a, b):
-        calls.append((a, b))
-        return False
+    class Refusing(bpe_words._Parts):
+        def _joins(self, a, b):
+            calls.append((a, b))
+            return False
 
-    monkeypatch.setattr(bpe_words._Parts, "_joins", refuse)
+    tok, words = _pair(_config(testdata), parts=Refusing)
     long_words = list(_long_words(testdata, 2 * bpe_words.PART_BYTES + 10).values())
     _assert_same(tok, words, long_words + ["short words still work"])
     assert calls
@@ -253,9 +255,8 @@ def test_threads_share_the_parts(testdata):
     assert failures == []
 
 
-def test_threads_share_one_encoder(testdata, monkeypatch):
-    tok, words = _pair(_config(testdata))
-    monkeypatch.setattr(bpe_words, "MAX_WORDS", 200)
+def test_threads_share_one_encoder(testdata):
+    tok, words = _pair(_config(testdata), max_words=200)
     batches = [_random_texts(10 + k, 300) for k in range(8)]
     wanted = [_expected(tok, b) for b in batches]
     failures = []

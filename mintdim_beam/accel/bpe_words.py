@@ -149,7 +149,7 @@ def _supported(config: dict) -> Optional[bool]:
 
 
 class _Memo(dict):
-    """``key -> ids`` computed on first use; starts again empty past ``MAX_WORDS`` keys.
+    """``key -> ids`` computed on first use; starts again empty past ``max_keys`` keys.
 
     Keys longer than ``MAX_KEY_CHARS`` are computed and not kept.
 
@@ -158,16 +158,17 @@ class _Memo(dict):
     GIL: a thread that loses a key to it computes the key again, nothing worse.
     """
 
-    __slots__ = ("_compute",)
+    __slots__ = ("_compute", "_max_keys")
 
-    def __init__(self, compute):
+    def __init__(self, compute, max_keys: int = MAX_WORDS):
         super().__init__()
         self._compute = compute
+        self._max_keys = max_keys
 
     def __missing__(self, key):
         value = self._compute(key)
         if len(key) <= MAX_KEY_CHARS:
-            if len(self) >= MAX_WORDS:
+            if len(self) >= self._max_keys:
                 self.clear()
             self[key] = value
         return value
@@ -330,7 +331,7 @@ class ByteLevelWords:
     """
 
     def __init__(self, tokenizer, added_contents: Sequence[str], nfc: bool,
-                 parts: Optional[_Parts] = None):
+                 parts: Optional[_Parts] = None, max_words: int = MAX_WORDS):
         self._tokenizer = tokenizer
         self._nfc = nfc
         self._parts = parts
@@ -358,7 +359,7 @@ class ByteLevelWords:
             return array("i", [t.id for t in tokenize(
                 piece.encode("utf-8").decode("latin-1").translate(BYTE_TABLE))]).tobytes()
 
-        pieces = _Memo(piece_ids)
+        pieces = _Memo(piece_ids, max_words)
 
         def chunk_ids(chunk: str) -> bytes:
             # Most chunks are one word, " ?\p{L}+" (``str.isalpha`` is ``\p{L}`` on
@@ -371,7 +372,7 @@ class ByteLevelWords:
             return b"".join(map(pieces.__getitem__, parts))
 
         self._pieces = pieces
-        self._chunks = _Memo(chunk_ids)
+        self._chunks = _Memo(chunk_ids, max_words)
         self._cut = CHUNK.findall
 
     @classmethod
