@@ -20,9 +20,14 @@ from . import errors
 from .block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE
 from .config import FileSpec, Policies
 from .repeat_cache import RepeatCache, add_repeats, remember
-from .shard_format import layout_units, slot_storage
+from .shard_format import layout_units, ragged_gather_index, slot_storage
 from .tokenizers import Tokenizer
 from .unk_rows import CharColumn, UnkTable
+
+
+#: Field tokens of a slice beyond which only the written ones are copied next to the
+#: literal tokens for the layout (a huge sample's ids are not copied whole).
+_COMPACT_AT = 1 << 20
 
 
 @dataclass
@@ -156,9 +161,12 @@ class SliceLayout:
                 src_starts[:, j] = seg_offsets[j][placed]
         source = flat
         if self.literal_tokens:
-            source = np.concatenate([flat, self._literal_source])
+            if len(flat) > _COMPACT_AT and len(placed):
+                # Only the written field tokens, not a huge sample's every id again.
+                source, src_starts = self._written_fields(flat, written[placed], src_starts)
+            source = np.concatenate([source, self._literal_source])
             for j, at in self._literal_at.items():
-                src_starts[:, j] = len(flat) + at
+                src_starts[:, j] = len(source) - len(self._literal_source) + at
         records = layout_units(unit[placed], written[placed], src_starts, source,
                                self.storage.magic, tok.pad_id, self.storage.numpy_dtype)
         ext = np.nonzero(gstatus == OVF_EXTEND)[0]
@@ -199,6 +207,16 @@ class SliceLayout:
             "ovf_tokens": ovf_tokens,
             "first_error": first_error,
         }
+
+    def _written_fields(self, flat, written, src_starts) -> tuple:
+        """``(source, src_starts)`` with only the field tokens that ``written`` lays out,
+        in sample and field-slot order."""
+        slots = self._field_slot_array
+        counts = written[:, slots].reshape(-1)
+        source = flat[ragged_gather_index(src_starts[:, slots].reshape(-1), counts)]
+        src_starts = src_starts.copy()
+        src_starts[:, slots] = (np.cumsum(counts) - counts).reshape(-1, len(slots))
+        return source, src_starts
 
     def _gather_tokens(self, rows, lengths, seg_tokens, seg_offsets) -> np.ndarray:
         """Concatenate the payload tokens of ``rows`` (sample-major, segment order)."""

@@ -53,6 +53,8 @@ _JSON_SPACE = " \t\n\r"
 # for the strings a template renders. Anything it refuses takes the standard decoder.
 _LOADS = orjson.loads
 _CONTAINERS = frozenset((dict, list))
+#: Characters of field values from which a sample is hashed part by part (_digest).
+_HASH_IN_PARTS = 1 << 20
 #: The deepest nesting of arrays and objects a line may have (the object of the line is
 #: level 1). A deeper line is a bad record (``SourceParseError``, :data:`REASON_TOO_DEEP`),
 #: whichever runner, process or path reads it: the standard decoder recurses once per
@@ -117,6 +119,20 @@ class LineParser:
         ).format
         self._get_fields = operator.itemgetter(*self.field_names)
         self._one_field = len(self.field_names) == 1
+        # The same text in parts, for huge samples (_digest): a field's index or a
+        # literal's UTF-8 bytes.
+        self._parts = [position[s.text] if s.is_field else s.text.encode("utf-8") for s in segments]
+
+    def _digest(self, vals: tuple) -> bytes:
+        """sha256 of the rendered sample's UTF-8 bytes (``UnicodeEncodeError`` for a lone
+        surrogate). A huge sample is hashed part by part, so that neither its rendered
+        text nor all of its bytes are ever made (two and one times its size)."""
+        if sum(map(len, vals)) < _HASH_IN_PARTS:
+            return hashlib.sha256(self._render(*vals).encode("utf-8")).digest()
+        h = hashlib.sha256()
+        for part in self._parts:
+            h.update(part if type(part) is bytes else vals[part].encode("utf-8"))
+        return h.digest()
 
     def parse_slice(self, lines: list, pos: int, base: int, file_start: bool):
         """Parse, check and hash one slice of ``lines[pos:]``: ``(ParsedSlice, next_pos)``,
@@ -143,8 +159,7 @@ class LineParser:
                 empty = {base + i: names for i, names in empty.items()}
                 return ParsedSlice(base, list(range(pos, pos + S)), np.zeros(S, np.int8), hashes,
                                    {}, empty, None, list(range(S)), values), pos + S
-        scan, get, render, one = _SCAN, self._get_fields, self._render, self._one_field
-        sha256 = hashlib.sha256
+        scan, get, one, digest_of = _SCAN, self._get_fields, self._one_field, self._digest
         local_lines: list = []
         values: list = []       # values of the good samples
         good: list = []
@@ -192,7 +207,7 @@ class LineParser:
             local_lines.append(local_line)
             if parsed_error is None:
                 try:
-                    digest = sha256(render(*vals).encode("utf-8")).digest()
+                    digest = digest_of(vals)
                 except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
                     parsed_error = errors.SourceParseError(file=self.spec.path, line=local_line,
                                                            reason="invalid UTF-8")
@@ -243,11 +258,13 @@ class LineParser:
                 kinds = set(map(type, chain.from_iterable(values)))
             if kinds != {str}:
                 return None
-            data = list(map(str.encode, starmap(self._render, values)))
+            if len(chunk) == 1:       # maybe a huge line (alone in its chunk): in parts
+                hashes = [self._digest(values[0])]
+            else:
+                sha256 = hashlib.sha256
+                hashes = [sha256(d).digest() for d in map(str.encode, starmap(self._render, values))]
         except Exception:  # noqa: BLE001 - any failure means: take the line-by-line path
             return None
-        sha256 = hashlib.sha256
-        hashes = [sha256(d).digest() for d in data]
         empty: dict = {}
         for k, column in enumerate(zip(*values)):
             if "" in column:

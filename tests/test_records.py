@@ -10,7 +10,7 @@ import pytest
 
 from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, build_and_compare, run_pipeline,
                       write_jsonl)
-from mintdim_beam import errors, pipeline, records, sample_lines
+from mintdim_beam import errors, pipeline, record_layout, records, sample_lines
 from mintdim_beam.block_result import BAD, OK, BlockResult
 from mintdim_beam.repeat_cache import RepeatCache
 from mintdim_beam.blocks import plan_blocks, read_block_lines
@@ -388,3 +388,26 @@ def test_a_line_past_the_json_nesting_limit_fails_the_build_under_abort(tmp_path
     assert "[english] SourceParseError" in text and "[vietnam] SourceParseError" in text
     assert f"{path}" in text and "Line: 3" in text and f"Reason: JSON nested deeper than {LIMIT} levels" in text
     assert_nothing_published(tmp_path / "out")
+
+
+# ------------------------------------------------------------------------- one huge line
+
+
+@pytest.mark.parametrize("on_overflow", ["truncate", "extend"])
+def test_a_huge_line_gives_the_reference_bytes(tmp_path, on_overflow):
+    """A sample of over a million characters and tokens is hashed part by part and only
+    its written tokens are copied for the layout (memory, benchmarks/huge_line.py); the
+    published bytes are the reference's, UNK rows and literal segments included."""
+    words = ["word", "text,", "long", "漢字", "tokens.", "Việt", "again", "✓"]
+    huge = " ".join(words[(i * 7) % 11 % len(words)] for i in range(300_000))
+    assert len(huge) > sample_lines._HASH_IN_PARTS
+    rows = [{"q": "first", "a": "a short answer"}, {"q": "big", "a": huge}, {"q": "last", "a": "漢 end"}]
+    path = write_jsonl(tmp_path / "huge.jsonl", rows)
+    build_and_compare(tmp_path, files=[path], fields=[["q", "a"]], templates=["Q: {q}\nA: {a}"],
+                      tokenizer_kind="sentencepiece", tokenizer_files=[TOKENIZER], sizes=[[8, 16, 32]],
+                      samples_per_shard=[4], output_dirs="out", on_overflow=on_overflow,
+                      on_template_unk="continue")
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["overflow_samples"] == 1 and stats["samples_with_unk"] == 2
+    overflow = json.loads((tmp_path / "out" / "overflow_index.jsonl").read_text())
+    assert overflow["source_line"] == 2 and overflow["token_count"] > record_layout._COMPACT_AT
