@@ -46,6 +46,15 @@ _PROBE = "Hello {world} ^^ — naïve café 你好, xin chào thế giới \u300
 #: Texts whose only change is whitespace, with UNK runs at its edges.
 _WHITESPACE_PROBES = ("a{\n\n}b", "  {a", "x {\t\n }y~", "{ ", "a\u3000{\u3000}\xa0", "q{\r\n}z <\t>")
 
+#: A text longer than this many characters is normalized with offsets window by window
+#: (:func:`_window_bounds`), where the model allows it (:func:`_local_at_spaces`):
+#: sentencepiece returns the offsets as a list of Python ints, about 36 bytes a
+#: character, which for one 200 MB line is many times the line.
+WINDOW = 1 << 18
+#: Where a window may end: before a run of spaces with printable ASCII on both sides.
+_CUT = re.compile(r"(?<=[!-~]) +(?=[!-~])")
+_PRINTABLE = [chr(c) for c in range(0x21, 0x7F)]
+
 
 def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
     """A function ``text -> [source substring of each UNK token, in order]``, or None.
@@ -89,6 +98,13 @@ def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
 
     known_table = np.zeros(0x110000, bool)
     known_table[[ord(c) for c in known]] = True
+    windows_ok: list = []
+
+    def local() -> bool:
+        """:func:`_local_at_spaces` for this model, checked when a huge text first comes."""
+        if not windows_ok:
+            windows_ok.append(_local_at_spaces(normalize))
+        return windows_ok[0]
 
     def make_runs(collapsed: bool):
         def unchanged(text: str, normalized: str) -> bool:
@@ -104,6 +120,13 @@ def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
             return False
 
         def with_offsets(text: str) -> list:
+            if len(text) > WINDOW and local():
+                bounds = _window_bounds(text, WINDOW)
+                if len(bounds) > 2:
+                    return [s for a, b in zip(bounds, bounds[1:]) for s in whole_with_offsets(text[a:b])]
+            return whole_with_offsets(text)
+
+        def whole_with_offsets(text: str) -> list:
             normalized, offsets = normalize(text, with_offsets=True)
             parts = split(normalized)       # known, unknown, known, ..., known
             if len(parts) == 1:
@@ -112,7 +135,7 @@ def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
             return [text[offsets[ends[i - 1]]:offsets[ends[i]]] for i in range(1, len(parts), 2)]
 
         def runs(text: str) -> list:
-            if aligned:
+            if aligned and len(text) <= WINDOW:
                 normalized = normalize(text)
                 if unchanged(text, normalized):
                     return findall(normalized)
@@ -124,9 +147,10 @@ def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
             other: list = []
             parts, owners = [], []
             if aligned:
-                normalized = {i: normalize(text) for i, text in enumerate(texts)}
+                # A huge text goes window by window (with_offsets), not whole.
+                normalized = {i: normalize(text) for i, text in enumerate(texts) if len(text) <= WINDOW}
                 for i, text in enumerate(texts):
-                    (plain if unchanged(text, normalized[i]) else other).append(i)
+                    (plain if i in normalized and unchanged(text, normalized[i]) else other).append(i)
             else:
                 other = list(range(len(texts)))
             if plain:
@@ -166,6 +190,49 @@ def unk_runs(sp, proto_substrings: Callable) -> Optional[Callable[[str], list]]:
     except (TypeError, ValueError, RuntimeError):   # no normalize offsets in this release
         return None
     return None
+
+
+def _window_bounds(text: str, size: int) -> list:
+    """``[0, ..., len(text)]``: windows of at least ``size`` characters (the last aside),
+    each ending at the first place :data:`_CUT` allows from there."""
+    bounds = [0]
+    while len(text) - bounds[-1] > size:
+        found = _CUT.search(text, bounds[-1] + size)
+        if found is None:
+            break
+        bounds.append(found.start())
+    bounds.append(len(text))
+    return bounds
+
+
+def _local_at_spaces(normalize) -> bool:
+    """Whether normalizing a text in windows cut as :data:`_CUT` allows gives the whole's
+    normalized text and offsets: for every pair of printable ASCII characters ``a`` and
+    ``b`` and runs of one to three spaces, ``a`` and the run with ``b`` normalized apart
+    must give the whole's characters, each at the whole's source offset (the second
+    window's leading "▁", its dummy prefix standing for the run, at the run's start,
+    where the first window ends). Then every UNK run and its source substring are the
+    same (no run holds "▁"). The built-in normalizers have this property: each collapses
+    a run of spaces into one "▁" and adds one before the text.
+    """
+    try:
+        spaces = (" ", "  ", "   ")
+        n = len(_PRINTABLE)
+        left = normalize(_PRINTABLE, with_offsets=True)
+        right = normalize([run + b for run in spaces for b in _PRINTABLE], with_offsets=True)
+        whole = normalize([a + run + b for run in spaces for a in _PRINTABLE for b in _PRINTABLE],
+                          with_offsets=True)
+        for r in range(len(spaces)):
+            for i in range(n):
+                text_1, offsets_1 = left[i]
+                for j in range(n):
+                    text_2, offsets_2 = right[r * n + j]
+                    text_w, offsets_w = whole[(r * n + i) * n + j]
+                    if text_w != text_1 + text_2 or offsets_w != offsets_1 + [1 + o for o in offsets_2[1:]]:
+                        return False
+        return True
+    except (TypeError, ValueError, RuntimeError):
+        return False
 
 
 def _unknown_runs(normalized: list, known_table: np.ndarray) -> tuple:
