@@ -128,7 +128,7 @@ def _job(tmp_path, section: str, tokenizer: str) -> str:
      "Problem: its name ends in .model, the other format's extension: declare it under the tokenizer type "
      "that reads .model files, or rename it"),
     ("sentencepiece", "real.json", HF_JSON_TEXT, "Problem: its name ends in .json, the other format's extension"),
-])
+], ids=["empty.model", "truncated.model", "not-json", "model-as-hf_json", "json-as-sentencepiece"])
 def test_cli_exits_2_and_publishes_nothing(tmp_path, capsys, section, name, data, problem):
     tokenizer = tmp_path / name
     tokenizer.write_bytes(data)
