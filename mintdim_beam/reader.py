@@ -37,6 +37,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from .record_checks import RecordBatch, record_problem
 from .shard_format import record_slots
 
 MANIFEST = "manifest.json"
@@ -427,89 +428,6 @@ class Sample:
         return np.concatenate(parts) if parts else self.record[:0]
 
 
-# --------------------------------------------------------------------------- record checks
-
-
-class RecordBatch(NamedTuple):
-    """Consecutive records of one shard, checked, with the samples they hold.
-
-    ``records`` is ``(k, slots)``: magic, the segment lengths, the padded payload;
-    ``sample_ids[j]`` is the sample of ``records[j]``, at ``first_record + j`` of
-    ``shard_path``. Locally ``records`` is a view of the memory-mapped shard.
-    """
-
-    unit: int
-    shard_path: str
-    first_record: int
-    sample_ids: np.ndarray
-    records: np.ndarray
-    n_segments: int
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """``(k, n_segments)`` segment lengths (int64)."""
-        return self.records[:, 1:1 + self.n_segments].astype(np.int64)
-
-    @property
-    def token_counts(self) -> np.ndarray:
-        return self.lengths.sum(axis=1)
-
-    def payload(self, j: int) -> np.ndarray:
-        """The written tokens of record ``j`` (no padding)."""
-        start = 1 + self.n_segments
-        return self.records[j, start:start + int(self.token_counts[j])]
-
-
-def record_problem(meta: Metadata, unit: int, records: np.ndarray, token_counts: Optional[np.ndarray] = None,
-                   empty: Optional[np.ndarray] = None) -> Optional[tuple[int, str]]:
-    """The first of ``records`` (``(k, slots)``) that disagrees with what is known of it.
-
-    Checked, all at once with numpy: the magic; the segment lengths against the unit,
-    against ``token_counts`` (sample_index.jsonl's, when given) and against ``empty``
-    (``(k, n_segments)`` booleans: segments of fields listed in ``empty_fields``, which
-    hold no token); token ids below the manifest's vocabulary size; the pad id in every
-    slot after the written tokens. Returns ``(j, what disagrees)``, or None.
-    """
-    k = records.shape[0]
-    if k == 0:
-        return None
-    n = meta.n_segments
-    lengths = records[:, 1:1 + n].astype(np.int64)
-    total = lengths.sum(axis=1)
-    payload = records[:, 1 + n:]
-    written = np.arange(unit)[None, :] < np.minimum(total, unit)[:, None]
-    checks = [
-        (records[:, 0] != meta.magic, lambda j: f"magic is {int(records[j, 0]):#x}, expected {meta.magic:#x}"),
-        (total > unit, lambda j: f"segment lengths {lengths[j].tolist()} sum to {int(total[j])} > unit size {unit}"),
-    ]
-    if token_counts is not None:
-        checks.append((total != token_counts, lambda j: (
-            f"segment lengths {lengths[j].tolist()} sum to {int(total[j])}, {SAMPLE_INDEX} says token_count "
-            f"{int(token_counts[j])}")))
-    if empty is not None:
-        filled = (lengths != 0) & empty
-        checks.append((filled.any(axis=1), lambda j: (
-            "segment " + ", ".join(f"{s} ({meta.sequence_template[s]}) holds {int(lengths[j, s])} tokens"
-                                   for s in np.nonzero(filled[j])[0].tolist())
-            + f", but {SAMPLE_INDEX} lists it in empty_fields")))
-    if meta.vocab_size is not None:
-        over = (payload >= meta.vocab_size) & written
-        checks.append((over.any(axis=1), lambda j: (
-            f"token id {int(payload[j, np.argmax(over[j])])} at payload position {int(np.argmax(over[j]))} is >= "
-            f"the vocabulary size {meta.vocab_size} ({MANIFEST})")))
-    dirty = (payload != meta.pad_id) & ~written
-    checks.append((dirty.any(axis=1), lambda j: (
-        f"payload slot {int(np.argmax(dirty[j]))} holds {int(payload[j, np.argmax(dirty[j])])} after the "
-        f"{int(total[j])} written tokens, expected the pad id {meta.pad_id}")))
-    bad = np.zeros(k, bool)
-    for mask, _ in checks:
-        bad |= mask
-    if not bad.any():
-        return None
-    j = int(np.argmax(bad))
-    return j, "; ".join(describe(j) for mask, describe in checks if mask[j])
-
-
 # --------------------------------------------------------------------------- the reader
 
 
@@ -592,6 +510,7 @@ class OutputReader:
         rank = np.empty(len(index), np.int64)
         rank[by_unit] = np.arange(len(index), dtype=np.int64) - np.repeat(first, counts)
         self._order, self._rank = order, rank
+        self._rows_by_id = np.arange(len(index), dtype=np.int64) if order is None else order
         self._unit_samples = dict(zip(sizes.tolist(), counts.tolist()))
         self._empty_segments = {}
         self._index = index
@@ -608,8 +527,8 @@ class OutputReader:
     @property
     def rows_by_id(self) -> np.ndarray:
         """Index rows in ascending sample_id (``reader[i]`` is row ``rows_by_id[i]``)."""
-        n = len(self.index)
-        return np.arange(n, dtype=np.int64) if self._order is None else self._order
+        self.index     # loads it on first use
+        return self._rows_by_id
 
     def row_of(self, sample_id: int) -> int:
         """Row of ``sample_id`` in the index; KeyError for a sample with no shard record."""
@@ -644,7 +563,9 @@ class OutputReader:
         if size == 0:
             arr = np.zeros((0, slots), self.meta.dtype)
         elif self._mmap:
-            arr = np.memmap(full, dtype=self.meta.dtype, mode="r").reshape(-1, slots)
+            # a plain ndarray view of the map: the memmap subclass's hooks would run on
+            # every slice of every record read
+            arr = np.memmap(full, dtype=self.meta.dtype, mode="r").reshape(-1, slots).view(np.ndarray)
         else:
             arr = np.frombuffer(read_bytes(full), dtype=self.meta.dtype).reshape(-1, slots)
         self._shards[rel] = arr
@@ -688,7 +609,7 @@ class OutputReader:
     def _empty(self, rows: np.ndarray) -> Optional[np.ndarray]:
         """``(len(rows), n_segments)``: the segments of each row's ``empty_fields``."""
         ix = self.index
-        if not ix.empty_fields:
+        if not ix.empty_fields or (len(rows) == 1 and int(rows[0]) not in ix.empty_fields):
             return None
         out = np.zeros((len(rows), self.meta.n_segments), bool)
         for j, row in enumerate(rows.tolist()):
@@ -728,8 +649,9 @@ class OutputReader:
         fields, place in the unit) and the manifest (magic, vocabulary, pad id)."""
         ix = self.index
         rows = np.asarray([row], np.int64)
-        self._check_place(rows)
         unit, shard, rec_no = int(ix.unit[row]), int(ix.shard[row]), int(ix.record[row])
+        if shard * self.meta.samples_per_shard + rec_no != int(self._rank[row]):
+            self._check_place(rows)
         recs = self._indexed_shard(unit, shard)
         rec = recs[rec_no]
         found = record_problem(self.meta, unit, rec[None, :], ix.token_count[rows], self._empty(rows))
