@@ -46,6 +46,7 @@ __all__ = [
     "OutputValidationError",
     "TokenDTypeCapacityError",
     "SamplesPerShardError",
+    "StorageAccessError",
 ]
 
 # Public error classes by name, so `error_from_dict` can rebuild the right class.
@@ -886,3 +887,34 @@ class SamplesPerShardError(MintDimError):
             M.SAMPLES_PER_SHARD_ARITY.vi.format(files=facts["files"], got=facts["got"]),
         )
         return cls._make(*cls._compose(facts, problem))
+
+
+# ---------------------------------------------------------------------------
+# Storage
+# ---------------------------------------------------------------------------
+
+
+class StorageAccessError(MintDimError):
+    """An object store named by the job cannot be reached with the options given.
+
+    Raised by the access check (``storage_access``) that the launcher and every
+    worker run once, with a short deadline, before touching ``gs://`` or ``s3://``;
+    without it a wrong endpoint or key shows only after Beam's retries (about ten
+    minutes). ``problem`` is ``endpoint``, ``credentials``, ``region``, ``bucket``
+    or ``gcs`` and chooses the option the message tells the user to fix;
+    ``reason`` is what the store (or the network) answered.
+    """
+
+    def __init__(self, path: str, problem: str, reason: str) -> None:
+        facts = _facts(path=path, problem=problem, reason=reason)
+        fix = M.STORAGE_FIXES.get(facts["problem"], M.STORAGE_FIXES["endpoint"])
+        english, vietnamese = self._render(
+            M.STORAGE_UNREACHABLE,
+            [
+                M.labeled(M.STORAGE_PATH, facts["path"]),
+                M.labeled(M.REASON, facts["reason"]),
+                M.FIX,
+                M.bullet_pairs([fix]),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)

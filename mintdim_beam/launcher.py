@@ -29,7 +29,7 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from . import __version__, blocks, errors, layout, patterns, preflight, publish, storage
+from . import __version__, blocks, errors, layout, patterns, preflight, publish, storage, storage_access
 from .config import BuildConfig, check_build_id
 from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
@@ -194,6 +194,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     flags = list(options) if isinstance(options, (list, tuple)) else None
     opts = make_options(options)
     storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
+    storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
     config = patterns.expand(config)     # glob entries, through FileSystems
     pre = preflight.check(config, ask=ask, interactive=interactive)
     runner, opts = _runner_alias(runner, opts)
@@ -466,6 +467,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
         check_build_id(build_id)
     opts = make_options(options)
     storage.configure(opts)
+    storage_access.check(storage_access.build_paths(config), opts)
     config = patterns.expand(config)
     roots = tuple(out.path for out in config.outputs)
     digests = None

@@ -475,3 +475,39 @@ SAMPLES_PER_SHARD_RULES = (
         "len(samples_per_shard) == 1 hoặc len(samples_per_shard) == số lượng file",
     ),
 )
+
+# ---------------------------------------------------------------------------
+# StorageAccessError
+# ---------------------------------------------------------------------------
+
+STORAGE_UNREACHABLE = Text(
+    "Storage could not be reached with the options given.",
+    "Không truy cập được storage với các option đã cho.",
+)
+STORAGE_PATH = Text("Path:", "Đường dẫn:")
+STORAGE_FIXES = {
+    "endpoint": Text(
+        "the S3 endpoint did not answer: check --s3_endpoint_url (scheme, host and port)",
+        "S3 endpoint không phản hồi: kiểm tra --s3_endpoint_url (scheme, host và port)",
+    ),
+    "credentials": Text(
+        "the S3 keys were refused or missing: check --s3_access_key_id and --s3_secret_access_key "
+        "(and --s3_session_token for temporary keys)",
+        "S3 từ chối key hoặc thiếu key: kiểm tra --s3_access_key_id và --s3_secret_access_key "
+        "(và --s3_session_token nếu dùng key tạm thời)",
+    ),
+    "region": Text(
+        "the bucket lives in another region: check --s3_region_name",
+        "bucket nằm ở region khác: kiểm tra --s3_region_name",
+    ),
+    "bucket": Text(
+        "the bucket does not exist: check the path (and --s3_endpoint_url if it points at the wrong store)",
+        "bucket không tồn tại: kiểm tra đường dẫn (và --s3_endpoint_url nếu nó trỏ sai storage)",
+    ),
+    "gcs": Text(
+        "check --project and the Google credentials of the launcher and the workers "
+        "(GOOGLE_APPLICATION_CREDENTIALS, or gcloud auth application-default login)",
+        "kiểm tra --project và Google credentials của launcher và các worker "
+        "(GOOGLE_APPLICATION_CREDENTIALS, hoặc gcloud auth application-default login)",
+    ),
+}

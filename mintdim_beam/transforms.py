@@ -56,7 +56,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.utils.shared import Shared
 
-from . import blocks, errors, indexes, layout, storage
+from . import blocks, errors, indexes, layout, storage, storage_access
 from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
 from .config import BuildConfig
 from .cores import usable_cores
@@ -194,13 +194,19 @@ def _first_value(kv):
 
 
 class _StorageDoFn(beam.DoFn):
-    """A DoFn that touches storage: configures ``FileSystems`` where the runner did not."""
+    """A DoFn that touches storage: configures ``FileSystems`` where the runner did not,
+    and checks once that this worker reaches the build's buckets, so wrong options fail
+    the build in seconds rather than after Beam's retries (``storage_access``)."""
+
+    _config: Optional[BuildConfig] = None   # the build whose stores setup() checks
 
     def __init__(self, filesystem_options: Optional[dict]):
         self._filesystem_options = filesystem_options
 
     def setup(self):
         storage.configure(self._filesystem_options)
+        if self._config is not None:
+            storage_access.check(storage_access.build_paths(self._config), self._filesystem_options)
 
 
 class _EncodeBlockFn(_StorageDoFn):

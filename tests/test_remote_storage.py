@@ -336,3 +336,81 @@ def test_dask_workers_reach_remote_storage(s3_remote, dask_address, tmp_path):
         got, want = s3_remote.download_tree(b), s3_remote.download_tree(a)
         assert sorted(got) == sorted(want)
         assert [n for n in want if n != "build_info.json" and got[n] != want[n]] == []
+
+
+# --------------------------------------------------------------------------- unreachable storage
+
+
+def _job_file(path: Path, job: dict, output_dirs) -> str:
+    text = json.dumps({
+        "source": {"files": job["files"], "fields": job["fields"], "templates": job["templates"]},
+        "tokenizer": {"sentencepiece": job["tokenizer_files"]},
+        "units": {"sizes": job["sizes"], "build_batch": [8]},
+        "output": {"dir": output_dirs, "samples_per_shard": job["samples_per_shard"]},
+        "run": {"on_overflow": job["on_overflow"], "on_template_unk": job["on_template_unk"],
+                "on_bad_record": job["on_bad_record"]},
+    })
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _flags_with(remote: Remote, **changed) -> list:
+    flags = dict(f[2:].split("=", 1) for f in remote.options)
+    flags.update(changed)
+    return [f"--{k}={v}" for k, v in flags.items()]
+
+
+def test_unreachable_endpoint_fails_the_build_in_seconds(s3_remote, tmp_path, capsys):
+    """A wrong --s3_endpoint_url is said at once, not after Beam's ten minutes of retries."""
+    from mintdim_beam.cli import main
+
+    job = _job(tmp_path)
+    tag = f"unreachable-{uuid.uuid4().hex[:6]}"
+    rjob = _to_remote(s3_remote, job, tag)
+    out = f"{s3_remote.root}/{tag}/out"
+    job_file = _job_file(tmp_path / "job.json", rjob, [out + "/instructions", out + "/chat"])
+    closed = f"http://127.0.0.1:{_free_port()}"
+    started = time.monotonic()
+    code = main(["build", job_file, *_flags_with(s3_remote, s3_endpoint_url=closed)])
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 2
+    assert elapsed < 15, elapsed
+    assert "Traceback" not in err
+    assert "[english] StorageAccessError: Storage could not be reached with the options given." in err
+    assert "[vietnam] StorageAccessError: Không truy cập được storage với các option đã cho." in err
+    assert f"Path: {rjob['files'][0]}" in err and f"Đường dẫn: {rjob['files'][0]}" in err
+    assert "check --s3_endpoint_url" in err and "kiểm tra --s3_endpoint_url" in err
+    assert closed in err
+    assert s3_remote.download_tree(out + "/instructions") == {}   # nothing written
+
+
+def test_missing_output_bucket_is_named_before_the_build(s3_remote, tmp_path, capsys):
+    from mintdim_beam.cli import main
+
+    job = _job(tmp_path)
+    tag = f"nobucket-{uuid.uuid4().hex[:6]}"
+    rjob = _to_remote(s3_remote, job, tag)
+    out = f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/out"
+    job_file = _job_file(tmp_path / "job.json", rjob, [out + "/instructions", out + "/chat"])
+    code = main(["build", job_file, *s3_remote.options])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "StorageAccessError" in err and f"Path: {out}/instructions" in err
+    assert "the bucket does not exist" in err and "bucket không tồn tại" in err
+
+
+def test_workers_check_access_at_setup(s3_remote):
+    """The check a DoFn's setup() runs: bounded, with the error the launcher gives."""
+    from mintdim_beam import errors, storage_access
+
+    closed = _flags_with(s3_remote, s3_endpoint_url=f"http://127.0.0.1:{_free_port()}")
+    path = f"{s3_remote.root}/in/some.jsonl"
+    started = time.monotonic()
+    with pytest.raises(errors.StorageAccessError) as caught:
+        storage_access.check([path, "/local/file.jsonl"], closed)
+    assert time.monotonic() - started < 15
+    assert caught.value.path == path and caught.value.problem == "endpoint"
+    rebuilt = errors.error_from_dict(caught.value.to_dict())
+    assert str(rebuilt) == str(caught.value)
+    storage_access.check([path], s3_remote.options)     # the right endpoint: reached
