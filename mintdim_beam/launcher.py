@@ -33,6 +33,7 @@ from . import __version__, blocks, errors, layout, patterns, preflight, publish,
 from .config import BuildConfig, check_build_id
 from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
+from .options import dask_sharers, encode_sharers, explicit_threads
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
 
@@ -149,6 +150,15 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
         direct.direct_num_workers = processes
 
 
+def _encode_threads_option(opts: PipelineOptions):
+    """``--encode_threads`` as given (None: the default), or the spec's validation error."""
+    try:
+        return explicit_threads(opts)
+    except ValueError as exc:
+        raise errors.PipelineValidationError.invalid(
+            problem=str(exc), rules=["--encode_threads: a positive integer, or leave it out for the default"]) from None
+
+
 def _versions() -> dict:
     import numpy
     import sentencepiece
@@ -193,6 +203,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     """
     flags = list(options) if isinstance(options, (list, tuple)) else None
     opts = make_options(options)
+    threads = _encode_threads_option(opts)
     storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
     storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
     config = patterns.expand(config)     # glob entries, through FileSystems
@@ -207,13 +218,18 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         # release the GIL) while it builds the pipeline, instead of a pipeline step.
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
         input_digests = hashing.submit(hash_inputs, config)
-    _tune_for_runner(config, runner_name, opts)
+    sharers = _tune_for_runner(config, runner_name, opts)
+    if sharers is None:
+        sharers = encode_sharers(runner_name, opts)
     started = time.time()
     build_info = {
         "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(),
         "runner": runner_name,
         "direct_running_mode": direct.direct_running_mode,
         "direct_num_workers": direct.direct_num_workers,
+        # Resolved on each worker from these two (see options.py).
+        "encode_threads": threads if threads is not None else "auto",
+        "encode_sharers": sharers,
         "block_size": config.block_size,
         "build_batch": [f.build_batch for f in config.files],
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
@@ -266,15 +282,8 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
                  and usable_cores() > 1)
     build_info["accelerators"] = config.accelerators
     build_info["bpe_word_encoder"] = words and config.accelerators
-    # Local worker processes share this machine's cores: each sizes its encode pool
-    # for its share, not for every core.
-    worker_cores = None
-    if (build_info.get("runner") == "FnApiRunner"
-            and build_info.get("direct_running_mode") == "multi_processing"):
-        worker_cores = max(1, usable_cores() // max(1, build_info.get("direct_num_workers") or 1))
-    build_info["worker_cores"] = worker_cores
     _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
-                                     word_encoder=words, worker_cores=worker_cores)
+                                     word_encoder=words, encode_sharers=build_info["encode_sharers"])
     result = p.run()
     try:
         state = result.wait_until_finish()
@@ -296,39 +305,43 @@ def _runner_alias(runner, opts: PipelineOptions):
     return runner, opts
 
 
-def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions) -> None:
-    """Dask: as many bag partitions as the cluster has threads, twice, unless the user chose.
+def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions) -> Optional[int]:
+    """Dask: size the bag partitions, and return the encode sharers per machine.
 
-    The Dask runner keeps the partitioning of the first ``Create`` through the whole
-    graph, 128 elements per partition by default: a build of fewer than 128 blocks
-    would run as a single chain of tasks on one worker. Each GroupByKey becomes a
-    task-based shuffle whose task count grows with the square of the partitions, so
-    more partitions than threads only costs scheduler time.
+    Partitions: as many as the cluster has threads, twice, unless the user chose. The
+    Dask runner keeps the partitioning of the first ``Create`` through the whole graph,
+    128 elements per partition by default: a build of fewer than 128 blocks would run
+    as a single chain of tasks on one worker. Each GroupByKey becomes a task-based
+    shuffle whose task count grows with the square of the partitions, so more
+    partitions than threads only costs scheduler time.
+
+    Encode sharers: the threads of the workers on the busiest host
+    (``options.dask_sharers``), known only by asking the scheduler; None elsewhere (or
+    without a scheduler address), where ``options.encode_sharers`` decides.
     """
     if "DaskRunner" not in str(runner_name):
-        return
+        return None
     from apache_beam.runners.dask.dask_runner import DaskOptions
 
     dask = opts.view_as(DaskOptions)
-    if dask.npartitions or dask.partition_size:
-        return
-    wanted = 2 * _dask_threads(dask.address)
-    dask.npartitions = max(1, min(len(blocks.plan_blocks(config)), wanted, DASK_MAX_PARTITIONS))
+    nthreads = _dask_nthreads(dask.address)
+    if not (dask.npartitions or dask.partition_size):
+        wanted = 2 * (sum(nthreads.values()) or usable_cores())
+        dask.npartitions = max(1, min(len(blocks.plan_blocks(config)), wanted, DASK_MAX_PARTITIONS))
+    return dask_sharers(nthreads) if nthreads else None
 
 
-def _dask_threads(address: Optional[str]) -> int:
-    """Worker threads of the Dask cluster at ``address`` (this machine's CPUs without one)."""
+def _dask_nthreads(address: Optional[str]) -> dict:
+    """``{worker address: threads}`` of the Dask cluster at ``address`` ({} without one)."""
     if address:
         try:
             from distributed import Client
 
             with Client(address, timeout=10) as client:
-                threads = sum(client.nthreads().values())
-                if threads:
-                    return threads
+                return dict(client.nthreads())
         except Exception:  # the runner will report an unreachable scheduler itself
             pass
-    return usable_cores()
+    return {}
 
 
 def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:

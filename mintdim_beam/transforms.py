@@ -56,10 +56,9 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.utils.shared import Shared
 
-from . import blocks, errors, indexes, layout, storage, storage_access
+from . import blocks, errors, indexes, layout, options, storage, storage_access
 from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
 from .config import BuildConfig
-from .cores import usable_cores
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
 from .records import BlockEncoder
 from .shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
@@ -102,24 +101,21 @@ class _Handle:
         self.value = value
 
 
-def encode_threads(kind: str, cores: Optional[int] = None) -> int:
-    """Encode-pool threads per worker process for a tokenizer kind, on ``cores`` cores
-    (default: every core this process may use).
+def encode_pool(kind: str, threads: int) -> int:
+    """The encoder's pool size for a tokenizer kind, given the process's encode threads
+    (``options.encode_threads``: ``--encode_threads`` or the process's share of cores).
 
     SentencePiece releases the GIL but parallelises a batch poorly by itself, so each
-    core gets a single-threaded encode call of its own, overlapped with the parsing on
-    the main thread; on a single core there is nothing to overlap with, and the process
-    encodes on its own thread (no pool). HF tokenizers already spread one batch over
-    every core, so one pool thread (overlap only) is enough; more only fight over the
-    same cores. Local worker processes get their share of the cores from the launcher
-    (one each by default): two encode threads in each of two processes on two cores
-    were 0.1-0.8 s slower per 100 MB than one, and one slower than none
-    (docs/decisions.md).
+    thread is a single-threaded encode call of its own, overlapped with the parsing on
+    the main thread; with one thread there is nothing to overlap with, and the process
+    encodes on its own thread (no pool): a pool thread on one core only took turns with
+    the parsing (docs/decisions.md). HF tokenizers spread one batch over their own
+    thread pool, so one pool thread (overlap only) is enough; more only fight over the
+    same cores.
     """
     if kind != SENTENCEPIECE:
         return 1
-    n = usable_cores() if cores is None else cores
-    return 0 if n <= 1 else min(4, n)
+    return 0 if threads <= 1 else threads
 
 
 def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
@@ -214,15 +210,17 @@ class _EncodeBlockFn(_StorageDoFn):
     its summary."""
 
     def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict],
-                 pipelined: bool = False, word_encoder: bool = True, worker_cores: Optional[int] = None,
-                 duplicate_tasks: Optional[dict] = None):
+                 pipelined: bool = False, word_encoder: bool = True, encode_threads: Optional[int] = None,
+                 encode_sharers: int = options.PER_CORE, duplicate_tasks: Optional[dict] = None):
         super().__init__(filesystem_options)
         self._config = config
         self._shared = shared
         self._duplicate_tasks = duplicate_tasks or {}
         self._pipelined = pipelined
         self._word_encoder = word_encoder
-        self._worker_cores = worker_cores
+        self._explicit_threads = encode_threads
+        self._encode_sharers = encode_sharers
+        self.encode_threads = None   # resolved in setup(), on the worker
         self._samples = Metrics.counter(NAMESPACE, "samples")
         self._bad = Metrics.counter(NAMESPACE, "bad_records")
         self._bytes = Metrics.counter(NAMESPACE, "input_bytes")
@@ -232,13 +230,14 @@ class _EncodeBlockFn(_StorageDoFn):
         config, words = self._config, self._word_encoder
         self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
         self._encoders = {}
+        self.encode_threads = options.encode_threads(self._explicit_threads, self._encode_sharers)
 
     def _encoder(self, file: int) -> BlockEncoder:
         if file not in self._encoders:
             spec = self._config.files[file]
             self._encoders[file] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies,
-                                                encode_threads=encode_threads(spec.tokenizer.kind,
-                                                                              self._worker_cores))
+                                                encode_threads=encode_pool(spec.tokenizer.kind,
+                                                                           self.encode_threads))
         return self._encoders[file]
 
     def start_bundle(self):
@@ -674,22 +673,27 @@ class UnitBuild(beam.PTransform):
     in-memory runner, where the one process has every core and the tokenizer's own
     threads use them. Output bytes are the same either way.
 
-    ``worker_cores``: the cores each worker process may count on, which sizes its
-    SentencePiece encode pool (:func:`encode_threads`); the launcher knows it for the
-    local multi-process runner (its cores over its worker processes). None: each
-    worker's own usable cores.
+    Encode threads per worker process come from the pipeline's ``--encode_threads``
+    (``options.BuildOptions``), or by default from the process's share of its machine's
+    cores: ``encode_sharers`` SDK processes (or task threads) per machine, by default
+    what the pipeline's runner and options say (``options.encode_sharers``).
     """
 
     def __init__(self, config: BuildConfig, build_info: dict | None = None,
                  input_digests: dict | None = None, pipeline_blocks: bool = False,
-                 word_encoder: bool = True, worker_cores: int | None = None):
+                 word_encoder: bool = True, encode_sharers: Optional[int] = None):
         super().__init__()
         self._config = config
         self._build_info = build_info or {}
         self._input_digests = input_digests
         self._pipeline_blocks = pipeline_blocks
         self._word_encoder = word_encoder
-        self._worker_cores = worker_cores
+        self._encode_sharers = encode_sharers
+
+    def _sharers(self, pbegin) -> int:
+        if self._encode_sharers is not None:
+            return self._encode_sharers
+        return options.encode_sharers(type(pbegin.pipeline.runner).__name__, pbegin.pipeline.options)
 
     def expand(self, pbegin):
         from .digests import fingerprint_paths
@@ -710,7 +714,8 @@ class UnitBuild(beam.PTransform):
             | "SpreadBlocks" >> _Redistribute(lambda r: (r.file, r.block))
             | "EncodeBlocks" >> beam.ParDo(
                 _EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder,
-                               self._worker_cores, dup_tasks))
+                               options.explicit_threads(pbegin.pipeline.options), self._sharers(pbegin),
+                               dup_tasks))
         )
         # A single-key GroupByKey rather than CombineGlobally/ToList: every runner gets
         # a GroupByKey right, while Dask's combine emits one partial list per partition.

@@ -81,19 +81,68 @@ def test_the_local_default_starts_one_worker_per_usable_core():
     assert default_processes(1 << 40, cores=1) == 0
 
 
-def test_encode_threads_follow_the_cores_a_worker_may_count_on(monkeypatch):
-    """SentencePiece: one encode thread per core of the worker's share (at most 4), none
-    (the process's own thread) on one core; Hugging Face tokenizers thread themselves:
-    one pool thread."""
-    from mintdim_beam import transforms
+def test_encode_pool_per_tokenizer_kind():
+    """SentencePiece: a pool of one single-threaded call per encode thread, none (the
+    process's own thread) for one; Hugging Face tokenizers thread themselves: one pool
+    thread."""
+    from mintdim_beam.transforms import encode_pool
 
-    monkeypatch.setattr(transforms, "usable_cores", lambda: 8)
-    assert transforms.encode_threads("sentencepiece") == 4
-    assert transforms.encode_threads("sentencepiece", 1) == 0
-    assert transforms.encode_threads("sentencepiece", 3) == 3
-    assert transforms.encode_threads("hf_json") == transforms.encode_threads("hf_json", 8) == 1
-    monkeypatch.setattr(transforms, "usable_cores", lambda: 1)
-    assert transforms.encode_threads("sentencepiece") == 0 and transforms.encode_threads("hf_json") == 1
+    assert [encode_pool("sentencepiece", n) for n in (1, 2, 3, 8)] == [0, 2, 3, 8]
+    assert [encode_pool("hf_json", n) for n in (1, 4)] == [1, 1]
+
+
+@pytest.mark.parametrize("runner, flags, sharers", [
+    ("FnApiRunner", [], 1),                                                           # in memory: one process
+    ("FnApiRunner", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"], 2),
+    ("FnApiRunner", ["--direct_running_mode=multi_processing", "--direct_num_workers=0"], 0),
+    ("DataflowRunner", ["--project=p"], 0),                                           # one SDK process per vCPU
+    ("FlinkRunner", [], 1),                                                           # Beam's default parallelism
+    ("FlinkRunner", ["--sdk_worker_parallelism=4"], 4),
+    ("FlinkRunner", ["--sdk_worker_parallelism=0"], 0),
+    ("PortableRunner", ["--sdk_worker_parallelism=2"], 2),
+    ("DaskRunner", [], 0),                                                            # no scheduler asked
+    ("SomeOtherRunner", [], 0),
+])
+def test_encode_sharers_follow_the_runner(runner, flags, sharers):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from mintdim_beam import options
+
+    assert options.encode_sharers(runner, PipelineOptions(flags)) == sharers
+
+
+def test_encode_threads_are_the_process_share_of_its_cores():
+    """Dataflow's 4-vCPU worker runs 4 SDK processes: one thread each, not 4 (16 on 4
+    cores). Locally in memory: every core, at most 4. An explicit value is used as is."""
+    from mintdim_beam.options import PER_CORE, encode_threads
+
+    assert encode_threads(None, PER_CORE, cores=4) == 1
+    assert encode_threads(None, 1, cores=2) == 2
+    assert encode_threads(None, 1, cores=16) == 4
+    assert encode_threads(None, 2, cores=2) == 1
+    assert encode_threads(None, 2, cores=8) == 4
+    assert encode_threads(None, 3, cores=2) == 1
+    assert encode_threads(6, PER_CORE, cores=2) == 6
+
+
+def test_dask_sharers_are_the_threads_of_the_busiest_host():
+    from mintdim_beam.options import dask_sharers
+
+    four_by_one = {f"tcp://10.0.0.1:{4000 + i}": 1 for i in range(4)}
+    assert dask_sharers(four_by_one) == 4
+    assert dask_sharers({"tcp://10.0.0.1:4000": 8, "tcp://10.0.0.2:4000": 2, "tcp://10.0.0.2:4001": 2}) == 8
+    assert dask_sharers({}) == 0
+
+
+def test_encode_threads_option_is_a_pipeline_option():
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from mintdim_beam.options import BuildOptions, explicit_threads
+
+    assert PipelineOptions(["--encode_threads=3"]).view_as(BuildOptions).encode_threads == 3
+    assert explicit_threads(PipelineOptions([])) is None
+    with pytest.raises(ValueError, match="--encode_threads must be a positive integer, got 0"):
+        explicit_threads(PipelineOptions(["--encode_threads=0"]))
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="affinity masks are Linux's")
@@ -103,3 +152,52 @@ def test_this_machine():
     mask = len(os.sched_getaffinity(0))
     limit = cores.cgroup_cpu_limit()
     assert n == (mask if limit is None else max(1, min(mask, math.ceil(limit))))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_an_explicit_encode_thread_count_reaches_the_encoder_and_keeps_the_bytes(tmp_path, tok, threads):
+    """``--encode_threads`` is recorded, sizes each worker's encoder, and the output is
+    the reference's byte for byte."""
+    import json
+
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.utils.shared import Shared
+
+    from conftest import build_and_compare, write_jsonl
+    from mintdim_beam import options
+    from mintdim_beam.config import JobSpec, Policies, resolve
+    from mintdim_beam.transforms import _EncodeBlockFn
+
+    rows = [{"q": f"question {i}", "a": "an answer, " * (i % 7)} for i in range(40)]
+    f = write_jsonl(tmp_path / "d.jsonl", rows)
+    model = tok("sp_unigram.model")
+    result = build_and_compare(tmp_path, files=[f], fields=[["q", "a"]], templates=["{q}\n{a}"],
+                               tokenizer_kind="sentencepiece", tokenizer_files=[model], sizes=[[16, 64]],
+                               samples_per_shard=[7], output_dirs="out", build_batch=[4],
+                               options=[f"--encode_threads={threads}"])
+    info = json.loads((tmp_path / "out" / "build_info.json").read_text())
+    assert info["encode_threads"] == result.build_info["encode_threads"] == threads
+
+    spec = JobSpec(files=[f], fields=[["q", "a"]], templates=["{q}\n{a}"], tokenizer_kind="sentencepiece",
+                   tokenizer_files=[model], sizes=[[16, 64]], build_batch=[4], output_dirs=[str(tmp_path / "o")],
+                   samples_per_shard=[7])
+    config = resolve(spec, Policies(on_overflow="abort", on_template_unk="abort", on_bad_record="abort"))
+    opts = PipelineOptions([f"--encode_threads={threads}"])
+    fn = _EncodeBlockFn(config, Shared(), None, encode_threads=options.explicit_threads(opts),
+                        encode_sharers=options.PER_CORE)
+    fn.setup()
+    assert fn.encode_threads == threads
+
+
+def test_a_bad_encode_thread_count_is_a_validation_error(tmp_path, tok):
+    from conftest import run_pipeline, write_jsonl
+    from mintdim_beam.errors import PipelineValidationError
+
+    f = write_jsonl(tmp_path / "d.jsonl", [{"q": "x", "a": "y"}])
+    with pytest.raises(PipelineValidationError) as info:
+        run_pipeline(files=[f], fields=[["q", "a"]], templates=["{q} {a}"], tokenizer_kind="sentencepiece",
+                     tokenizer_files=[tok("sp_unigram.model")], sizes=[[16]], samples_per_shard=[4],
+                     output_dirs=str(tmp_path / "out"), options=["--encode_threads=0"])
+    assert "--encode_threads must be a positive integer, got 0" in str(info.value)
+    assert "[vietnam]" in str(info.value)
+    assert not (tmp_path / "out").exists()
