@@ -31,7 +31,7 @@ import json
 import logging
 from typing import Optional
 
-from . import __version__, indexes, layout, storage
+from . import __version__, compose, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
 from .errors import error_from_dict
 from .plan import BuildPlan
@@ -173,8 +173,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
                 storage.write_bytes(final, _merge_duplicate_parts(
                     [layout.duplicate_part_path(out.path, t) for t, groups, _ in dups if groups]), sha=sha)
             else:
-                storage.write_ranges(final, [(layout.part_path(out.path, name, f, b), 0, None) for f, b in blocks],
-                                     sha=sha)
+                compose.concatenate(final, [layout.part_path(out.path, name, f, b) for f, b in blocks], sha=sha)
             sums[name] = sha.hexdigest()
         else:
             sums[name] = storage.file_digest(final)[1]

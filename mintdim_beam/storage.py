@@ -113,6 +113,11 @@ def _s3():
     return cached[1]
 
 
+def s3_client():
+    """The boto3 client of this thread's ``S3IO`` (for server-side copies: ``compose``)."""
+    return _s3().client.client
+
+
 def is_local(path: str) -> bool:
     return "://" not in path
 

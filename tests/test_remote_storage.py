@@ -414,3 +414,66 @@ def test_workers_check_access_at_setup(s3_remote):
     rebuilt = errors.error_from_dict(caught.value.to_dict())
     assert str(rebuilt) == str(caught.value)
     storage_access.check([path], s3_remote.options)     # the right endpoint: reached
+
+
+# --------------------------------------------------------------------------- server-side concatenation
+
+
+def _put(s3_remote: Remote, path: str, data: bytes) -> None:
+    bucket, key = path[len("s3://"):].split("/", 1)
+    s3_remote.s3_client.put_object(Bucket=bucket, Key=key, Body=data)
+
+
+def _get(s3_remote: Remote, path: str) -> tuple:
+    bucket, key = path[len("s3://"):].split("/", 1)
+    found = s3_remote.s3_client.get_object(Bucket=bucket, Key=key)
+    return found["Body"].read(), found["ETag"].strip('"')
+
+
+def test_s3_concatenation_copies_large_parts_server_side(s3_remote):
+    """Parts of 5 MiB or more are copied by the store; smaller runs are grouped."""
+    from mintdim_beam import compose, storage
+
+    MiB = 1 << 20
+    sizes = [6 * MiB, 100, 200, 6 * MiB, 3 * MiB, 7 * MiB + 5, 10, 0, 12 * MiB, 4 * MiB, 2 * MiB, 9]
+    rng = random.Random(3)
+    tag = f"{s3_remote.root}/concat-{uuid.uuid4().hex[:6]}"
+    sources = [f"{tag}/parts/p{i:03d}" for i in range(len(sizes))]
+    blobs = [rng.randbytes(n) for n in sizes]
+    for path, data in zip(sources, blobs):
+        _put(s3_remote, path, data)
+    # 6 MiB copied; 100 + 200 + the next source's first 5 MiB - 300 uploaded, its rest
+    # (1 MiB + 300 < 5 MiB) cannot stand alone, so that source is read whole instead;
+    # 3 MiB + the next 2 MiB + 5 uploaded, the rest copied; 10 B and the 12 MiB source's
+    # head uploaded, the rest copied; 4 + 2 MiB uploaded together; the last 9 B alone.
+    plan = compose.plan_parts(sizes)
+    assert [p[0] for p in plan] == ["copy", "upload", "upload", "copy", "upload", "copy", "upload", "upload"]
+    assert plan[1] == ("upload", [(1, 0, 100), (2, 0, 200), (3, 0, 6 * MiB)])
+    assert plan[2] == ("upload", [(4, 0, 3 * MiB), (5, 0, 2 * MiB)])
+    assert plan[3] == ("copy", 5, 2 * MiB, 7 * MiB + 5)
+    assert all(sum(e - s for _, s, e in p[1]) <= 2 * compose.MIN_PART for p in plan if p[0] == "upload")
+    read_through = sum(e - s for p in plan if p[0] == "upload" for _, s, e in p[1])
+    assert read_through == sum(sizes) - 6 * MiB - (5 * MiB + 5) - (12 * MiB - (5 * MiB - 10))
+
+    storage.configure(s3_remote.options)
+    target = f"{tag}/joined.jsonl"
+    sha = __import__("hashlib").sha256()
+    assert compose.concatenate(target, sources, sha=sha) == sum(sizes)
+    data, etag = _get(s3_remote, target)
+    assert data == b"".join(blobs)
+    assert etag.endswith(f"-{len(plan)}")                       # one multipart upload of those parts
+    assert sha.hexdigest() == __import__("hashlib").sha256(data).hexdigest()
+
+    # More parts than one upload may hold: composed in a tree, same bytes.
+    tree = f"{tag}/tree.jsonl"
+    assert compose.concatenate(tree, sources, max_parts=3) == sum(sizes)
+    assert _get(s3_remote, tree)[0] == b"".join(blobs)
+    assert sorted(p.rsplit("/", 1)[1] for p in storage.list_files(f"{tag}/parts")) == \
+        [f"p{i:03d}" for i in range(len(sizes))]                 # no intermediate object left
+    # Only small sources: one uploaded part; none: an empty object.
+    small = f"{tag}/small.jsonl"
+    compose.concatenate(small, sources[1:3])
+    assert _get(s3_remote, small)[0] == blobs[1] + blobs[2]
+    empty = f"{tag}/empty.jsonl"
+    compose.concatenate(empty, [sources[7]])
+    assert _get(s3_remote, empty)[0] == b""
