@@ -130,7 +130,7 @@ def pipeline(name: str) -> UnitBuildJob:
 _SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
 
 
-def _invalid(problem: str) -> errors.PipelineValidationError:
+def job_file_error(problem: str) -> errors.PipelineValidationError:
     return errors.PipelineValidationError.invalid(
         problem=problem,
         rules=["job file sections: " + ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())],
@@ -151,7 +151,7 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
 
             data = yaml.safe_load(text)
     except Exception as exc:
-        raise _invalid(f"job file {path} could not be parsed: {exc}") from None
+        raise job_file_error(f"job file {path} could not be parsed: {exc}") from None
     check_job_sections(data, path)
     source, tok = data.get("source", {}), data.get("tokenizer", {})
     units, output = data.get("units", {}), data.get("output", {})

@@ -1,23 +1,23 @@
-"""``mintdim-beam``: build from a job file or the bundled demo; read and check outputs.
+"""The mintdim-beam command: build from a job file or the bundled demo; read, check,
+plan and export what was built.
 
-    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged]] [Beam flags ...]
-    mintdim-beam demo OUT_DIR [Beam flags ...]
-    mintdim-beam verify DIR [--tokenizer]
-    mintdim-beam inspect DIR --sample-id N | --shard PATH --record K
-    mintdim-beam plan JOB.yaml|DIR|sample_index.jsonl -k K [--multiple Q]
-    mintdim-beam report DIR -o report.html
+    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged]] [Beam options]
+    mintdim-beam demo OUT_DIR [Beam options]
+    mintdim-beam verify | inspect | plan | report | export ...    (consumer_cli.py)
+    mintdim-beam --version
 
-A job file (YAML or JSON) holds the same fields as the fluent API plus the policies;
-every argument the CLI does not know is handed to Beam as a pipeline option
-(``--runner``, ``--direct_num_workers``, ``--temp_location``, ...). Spec errors print
-their bilingual message without a traceback and exit with status 2.
+A job file (YAML or JSON) holds the same fields as the fluent API plus a run section of
+policies; flags on the command line override the run section. Beam pipeline options
+(--runner, --direct_num_workers, --temp_location, the build's --encode_threads, ...)
+follow build, demo and plan JOB; flags.py checks that every other flag is one of ours,
+so a typo is a usage error instead of a flag Beam silently drops.
 
-``--versioned`` treats each output directory as a versioned root: the build goes to
-``ROOT/<build-id>/`` and ``ROOT/LATEST`` is replaced by the new id once every output
-is published. ``--skip-unchanged`` hashes the inputs first and builds nothing (exit 0)
-when every root's latest build has the same fingerprint, which is what a nightly
-``cron`` entry wants. SIGTERM and Ctrl-C stop the build and leave
-``UNIT_BUILD_FAILED.md`` markers that say so (exit status 130).
+--versioned treats each output directory as a versioned root: the build goes to
+ROOT/<build-id>/ and ROOT/LATEST is replaced by the new id once every output is
+published. --skip-unchanged hashes the inputs first and builds nothing (exit 0) when
+every root's latest build has the same fingerprint, which is what a nightly cron entry
+wants. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
+say so (exit 130). Exit codes: flags.EXIT_CODES_HELP.
 """
 
 from __future__ import annotations
@@ -28,12 +28,20 @@ import signal
 import sys
 from typing import Optional, Sequence
 
-from . import consumer_cli, errors
-from .api import _invalid, demo_job, load_job_file
+from . import consumer_cli, errors, flags
+from .api import job_file_error, demo_job, load_job_file
 from .config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, check_build_id, resolve, run_settings
 
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
+EXIT_ERROR = flags.EXIT_ERROR
+EXIT_USAGE = flags.EXIT_USAGE
+EXIT_INTERRUPTED = flags.EXIT_INTERRUPTED
+
+DESCRIPTION = "Build fixed-width token shards from JSONL datasets on Apache Beam; read, check, plan and export them."
+BEAM_OPTIONS_HELP = """Beam pipeline options may follow: --runner, --direct_running_mode, --direct_num_workers,
+--temp_location, --project, --s3_endpoint_url, ..., and the build's --encode_threads
+(tokenizer calls at once per worker process; default: its share of the machine's cores).
+Any other flag is a usage error."""
+
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size"):
@@ -48,7 +56,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     if build_id is not None:
         check_build_id(build_id)
         if not run["versioned"]:
-            raise _invalid("--build-id needs versioned output roots (--versioned or run.versioned: true)")
+            raise job_file_error("--build-id needs versioned output roots (--versioned or run.versioned: true)")
     if getattr(args, "no_accelerators", False):
         run["accelerators"] = False
     policies = Policies(
@@ -75,37 +83,27 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     return 0
 
 
-def _take_filesystem_flags(beam_args: Sequence[str], keep: bool = False) -> list:
-    """Apply Beam's file-system flags (``--s3_endpoint_url``, ``--project``, ...); drop them
-    unless ``keep`` (``plan`` runs its own pipeline, which needs them too).
-
-    ``verify``, ``inspect`` and ``report`` read ``s3://`` and ``gs://`` outputs
-    through Beam's ``FileSystems``, which needs these settings; the other flags
-    are left for the command to accept or refuse.
-    """
-    if not beam_args:
-        return []
-    from . import storage
-
-    storage.configure(list(beam_args))
-    if keep:
-        return list(beam_args)
-    fs_names = storage.filesystem_option_names()
-    return [a for a in beam_args if not (a.startswith("--") and a.lstrip("-").partition("=")[0] in fs_names)]
-
-
 def _interrupt(signum, _frame):
     """SIGTERM (a scheduler stopping the job) unwinds like Ctrl-C, so the build is marked."""
     raise KeyboardInterrupt(f"terminated by signal {signal.Signals(signum).name}")
 
 
 def _policy_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--on-overflow", dest="on_overflow", choices=["abort", "truncate", "skip", "extend"])
-    parser.add_argument("--on-template-unk", dest="on_template_unk", choices=["abort", "continue", "prompt"])
-    parser.add_argument("--on-bad-record", dest="on_bad_record", choices=["abort", "skip"])
-    parser.add_argument("--block-size", dest="block_size", type=_int_or_text, help="input block size in bytes")
+    parser.add_argument("--on-overflow", dest="on_overflow", choices=["abort", "truncate", "skip", "extend"],
+                        help="a sample longer than the largest unit: stop the build, cut it, drop it, or add a "
+                             "unit that holds it (default: the job's run.on_overflow, else abort)")
+    parser.add_argument("--on-template-unk", dest="on_template_unk", choices=["abort", "continue", "prompt"],
+                        help="template text that encodes to the unknown token: stop, go on, or ask on a "
+                             "terminal (default: the job's run.on_template_unk, else prompt)")
+    parser.add_argument("--on-bad-record", dest="on_bad_record", choices=["abort", "skip"],
+                        help="a line that is not a valid record: stop, or skip it and list it in "
+                             "bad_record_index.jsonl (default: the job's run.on_bad_record, else abort)")
+    parser.add_argument("--block-size", dest="block_size", type=_int_or_text, metavar="BYTES",
+                        help="input bytes per unit of work; never changes the output "
+                             f"(default: the job's run.block_size, else {DEFAULT_BLOCK_SIZE})")
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
-                        help="encode with the tokenizer libraries alone (same output, more CPU)")
+                        help="encode with the tokenizer libraries alone: same output, more CPU "
+                             "(default: the exact accelerators where their checks pass)")
 
 
 def _int_or_text(value: str):
@@ -116,29 +114,59 @@ def _int_or_text(value: str):
         return value
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="mintdim-beam", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="build the outputs declared in a job file")
-    build.add_argument("job", help="job file (.yaml, .yml or .json)")
+def build_parser() -> tuple[flags.Parser, dict]:
+    """The ``mintdim-beam`` parser and its subcommand parsers by name."""
+    parser = flags.Parser(prog="mintdim-beam", description=DESCRIPTION,
+                          epilog="Each command's --help lists its options. Beam pipeline options may follow\n"
+                                 "build, demo and plan JOB (see their --help); any other flag is a usage error."
+                                 "\n\n" + flags.EXIT_CODES_HELP)
+    parser.add_argument("--version", action="version", version=flags.version_text(),
+                        help="print the versions of mintdim-beam, Apache Beam and Python, and exit")
+    flags.add_log_level(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=flags.Parser)
+    build = sub.add_parser("build", help="build the outputs declared in a job file",
+                           description="Build the outputs a job file declares.",
+                           epilog=BEAM_OPTIONS_HELP + "\n\n" + flags.EXIT_CODES_HELP)
+    build.add_argument("job", metavar="JOB",
+                       help="job file (.yaml, .yml or .json) with sections source, tokenizer, units, output "
+                            "and optionally run")
     _policy_flags(build)
     build.add_argument("--versioned", action="store_true",
-                       help="build into OUTPUT/<build-id>/ and point OUTPUT/LATEST at it")
+                       help="build into OUTPUT/<build-id>/ and point OUTPUT/LATEST at it "
+                            "(default: the job's run.versioned, else off)")
     build.add_argument("--skip-unchanged", dest="skip_unchanged", action="store_true",
-                       help="with --versioned: build nothing when the inputs' fingerprint equals LATEST's")
-    build.add_argument("--build-id", dest="build_id", help="with --versioned: the build id (default: UTC time + random)")
-    demo = sub.add_parser("demo", help="build the bundled sample data into OUT_DIR")
-    demo.add_argument("out_dir")
+                       help="with --versioned: build nothing when the inputs' fingerprint equals LATEST's "
+                            "(default: the job's run.skip_unchanged, else off)")
+    build.add_argument("--build-id", dest="build_id", metavar="ID",
+                       help="with --versioned: the build's directory name (default: UTC time and 8 random "
+                            "hex digits)")
+    demo = sub.add_parser("demo", help="build the bundled sample data into OUT_DIR",
+                          description="Build the bundled demo (English instructions and Vietnamese chat) "
+                                      "into OUT_DIR/instructions and OUT_DIR/chat_vi.",
+                          epilog=BEAM_OPTIONS_HELP + "\n\n" + flags.EXIT_CODES_HELP)
+    demo.add_argument("out_dir", metavar="OUT_DIR",
+                      help="directory for the two outputs (their directories must be new or empty)")
     _policy_flags(demo)
-    consumer_cli.add_subcommands(sub)
-    parser.add_argument("--log-level", default="ERROR",
-                        help="Python logging level for Beam and the build (default ERROR)")
-    args, beam_args = parser.parse_known_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.ERROR),
-                        format="%(levelname)s %(name)s: %(message)s")
+    parsers = {"build": build, "demo": demo, **consumer_cli.add_subcommands(sub)}
+    for command in parsers.values():
+        flags.add_log_level(command)
+    return parser, parsers
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one command; return its exit status (``flags.EXIT_CODES_HELP``)."""
+    parser, parsers = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+        # Before Beam is imported (the flag check imports it).
+        logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.ERROR),
+                            format="%(levelname)s %(name)s: %(message)s")
+        beam_args = flags.check_flags(parsers[args.command], extra, _flag_scope(args))
+    except SystemExit as exc:   # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else flags.EXIT_USAGE
     if args.command in consumer_cli.COMMANDS:
-        command = getattr(args, "consumer_command", args.command)
-        return consumer_cli.run(args, _take_filesystem_flags(beam_args, keep=command == "plan"))
+        return consumer_cli.run(args, beam_args)
     previous = signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGTERM, _interrupt)
@@ -159,6 +187,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _flag_scope(args) -> str:
+    """Every Beam option where a pipeline runs (build, demo, plan of a job file);
+    file-system options only where a dataset is read."""
+    if args.command in ("build", "demo") or (args.command == "plan" and consumer_cli.is_job_file(args.source)):
+        return flags.BEAM
+    return flags.FILESYSTEM
 
 
 def console_main() -> None:

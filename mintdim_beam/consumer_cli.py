@@ -6,78 +6,111 @@
     mintdim-beam report DIR -o report.html
     mintdim-beam export DIR --format megatron PREFIX | --format parquet OUT.parquet
 
-The build CLI (``cli.py``) owns the parser; :func:`add_subcommands` adds these four to
-it and :func:`run` executes one, returning the exit code: 0 when all is well, 1 when
-``verify`` finds problems, 2 for an error (printed without a traceback). Only ``plan``
-from a job file imports Beam; the others read the directory with numpy.
+The build CLI (``cli.py``) owns the parser; :func:`add_subcommands` adds these commands
+to it and :func:`run` executes one, returning the exit code (``flags.EXIT_CODES_HELP``):
+0 when all is well, 1 when ``verify`` finds problems, 2 for an error in the data
+(printed without a traceback), 64 for a usage error. Only ``plan`` from a job file
+imports Beam; the others read the directory with numpy, and take only Beam's
+file-system options (``--s3_endpoint_url``, ...) for remote paths.
+
+A new command: a parser in :func:`add_subcommands` (every option with a help line that
+ends with its default), its name in ``COMMANDS``, and a branch in :func:`run`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Optional, Sequence
 
+from . import flags
+from .config import DEFAULT_BLOCK_SIZE
+
 COMMANDS = ("verify", "inspect", "plan", "report", "export")
-EXIT_PROBLEMS = 1
-EXIT_ERROR = 2
+EXIT_PROBLEMS = flags.EXIT_PROBLEMS
+EXIT_ERROR = flags.EXIT_ERROR
+FS_OPTIONS_HELP = ("Beam's file-system options (--s3_endpoint_url, --project, ...) may follow, "
+                   "for gs:// and s3:// paths.\n\n" + flags.EXIT_CODES_HELP)
 
 
-def add_subcommands(subparsers) -> None:
-    """Add the verify, inspect, plan and report parsers to ``subparsers``."""
-    p = subparsers.add_parser("verify", help="re-read every shard and check it against the indexes",
-                              description="Check shards (magic, headers, pad tails, token ids, record counts), "
-                                          "sample_index.jsonl positions and the stats/histogram figures.")
-    p.add_argument("dirs", nargs="+", metavar="DIR", help="output directory (local or gs://, s3://)")
+def is_job_file(source: str) -> bool:
+    """``plan``'s SOURCE is a job file (tokenized by a pipeline), not a built dataset."""
+    return source.endswith((".yaml", ".yml", ".json"))
+
+
+def add_subcommands(subparsers) -> dict:
+    """Add the verify, inspect, plan, report and export parsers to ``subparsers``;
+    return them by name."""
+    parsers = {}
+    p = parsers["verify"] = subparsers.add_parser(
+        "verify", help="re-read every shard and check it against the indexes", epilog=FS_OPTIONS_HELP,
+        description="Check shards (magic, headers, pad tails, token ids, record counts), sample_index.jsonl "
+                    "positions, the stats and histogram figures, and every file against SHA256SUMS.")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="output directory of a build (local, gs:// or s3://)")
     p.add_argument("--tokenizer", nargs="?", const="manifest", metavar="PATH",
                    help="also re-tokenize a sample of rows from their source lines; without PATH the "
-                        "tokenizer named in manifest.json")
+                        "tokenizer named in manifest.json (default: no re-tokenizing)")
     p.add_argument("--sample", type=int, default=64, metavar="N",
-                   help="rows to re-tokenize with --tokenizer, spread over the dataset (0 = all; default 64)")
+                   help="rows to re-tokenize with --tokenizer, spread over the dataset, 0 for all (default: 64)")
     p.add_argument("--no-checksums", dest="checksums", action="store_false",
-                   help="skip comparing every file with the sha256 in SHA256SUMS (the other checks still run)")
+                   help="skip comparing every file with the sha256 in SHA256SUMS; the other checks still run "
+                        "(default: compare)")
     p.add_argument("--max-problems", type=int, default=200, metavar="N",
-                   help="problems listed per directory (default 200; all are counted)")
+                   help="problems listed per directory; all are counted (default: 200)")
     p.set_defaults(consumer_command="verify")
 
-    p = subparsers.add_parser("inspect", help="print one sample's segments, decoded to text",
-                              description="Print a sample's segments, lengths, unit, shard and source, "
-                                          "decoded back to text with the tokenizer.")
-    p.add_argument("dir", metavar="DIR")
+    p = parsers["inspect"] = subparsers.add_parser(
+        "inspect", help="print one sample's segments, decoded to text", epilog=FS_OPTIONS_HELP,
+        description="Print a sample's segments, lengths, unit, shard and source, decoded back to text with "
+                    "the tokenizer. Give --sample-id, or --shard with --record.")
+    p.add_argument("dir", metavar="DIR", help="output directory of a build (local, gs:// or s3://)")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--sample-id", type=int, metavar="N")
-    which.add_argument("--shard", metavar="PATH", help="shard path relative to DIR (with --record)")
-    p.add_argument("--record", type=int, metavar="K", help="record position in --shard")
-    p.add_argument("--tokenizer", metavar="PATH", help="tokenizer file (default: the one in manifest.json)")
-    p.add_argument("--ids", action="store_true", help="also print token ids")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    which.add_argument("--sample-id", type=int, metavar="N",
+                       help="the sample's id (required, unless --shard is given)")
+    which.add_argument("--shard", metavar="PATH",
+                       help="shard path relative to DIR, such as unit_512/shard_000000.bin (required with "
+                            "--record, unless --sample-id is given)")
+    p.add_argument("--record", type=int, metavar="K",
+                   help="record position in --shard, from 0 (required with --shard)")
+    p.add_argument("--tokenizer", metavar="PATH", help="tokenizer file to decode with "
+                                                       "(default: the one in manifest.json)")
+    p.add_argument("--ids", action="store_true", help="also print token ids (default: off)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (default: text)")
     p.set_defaults(consumer_command="inspect")
 
-    p = subparsers.add_parser("plan", help="suggest the K unit sizes with the least padding",
-                              description="Token-length histogram of a job (tokenized by a Beam pipeline) or "
-                                          "of a built dataset, and the K unit sizes that minimise padding.")
-    p.add_argument("source", metavar="SOURCE", help="job file (.yaml/.yml/.json), output directory, "
-                                                    "or a sample_index.jsonl")
+    p = parsers["plan"] = subparsers.add_parser(
+        "plan", help="suggest the K unit sizes with the least padding",
+        epilog="With a job file, Beam pipeline options (--runner, ...) may follow; with a dataset, its "
+               "file-system options.\n\n" + flags.EXIT_CODES_HELP,
+        description="Token-length histogram of a job (tokenized by a Beam pipeline, nothing written) or of "
+                    "a built dataset, and the K unit sizes that minimise padding.")
+    p.add_argument("source", metavar="SOURCE", help="job file (.yaml, .yml or .json), output directory of a "
+                                                    "build, or its sample_index.jsonl")
     p.add_argument("-k", "--k", type=int, dest="k", metavar="K",
-                   help="number of unit sizes (default: as many as the current sizes)")
-    p.add_argument("--multiple", type=int, default=1, metavar="Q", help="round sizes up to multiples of Q")
-    p.add_argument("--sizes", metavar="S1,S2,...", help="compare against these sizes instead of the current ones")
+                   help="number of unit sizes to suggest (default: as many as the current sizes)")
+    p.add_argument("--multiple", type=int, default=1, metavar="Q",
+                   help="round suggested sizes up to multiples of Q (default: 1)")
+    p.add_argument("--sizes", metavar="S1,S2,...",
+                   help="compare against these sizes (default: the job's or dataset's current sizes)")
     p.add_argument("--block-size", dest="plan_block_size", type=int, metavar="BYTES",
-                   help="input block size for a job file")
-    p.add_argument("--json", action="store_true", help="print one JSON object per output")
+                   help="input block size for a job file (default: the job's run.block_size, else "
+                        f"{DEFAULT_BLOCK_SIZE})")
+    p.add_argument("--json", action="store_true", help="print one JSON object per output (default: text)")
     p.set_defaults(consumer_command="plan")
 
-    p = subparsers.add_parser("report", help="write a self-contained HTML report of a dataset",
-                              description="One HTML page (no network needed) with the token-length histogram, "
-                                          "padding per unit, duplicates, UNK and overflow summaries.")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("-o", "--output", default="report.html", metavar="FILE", help="HTML file (default report.html)")
+    p = parsers["report"] = subparsers.add_parser(
+        "report", help="write a self-contained HTML report of a dataset", epilog=FS_OPTIONS_HELP,
+        description="One HTML page (no network needed) with the token-length histogram, padding per unit, "
+                    "duplicates, UNK and overflow summaries.")
+    p.add_argument("dir", metavar="DIR", help="output directory of a build (local, gs:// or s3://)")
+    p.add_argument("-o", "--output", default="report.html", metavar="FILE",
+                   help="HTML file to write (default: report.html)")
     p.add_argument("-k", "--k", type=int, dest="k", metavar="K",
                    help="unit count for the suggested sizes (default: as many as the current sizes)")
     p.set_defaults(consumer_command="report")
 
-    _add_export(subparsers)
+    parsers["export"] = _add_export(subparsers)
+    return parsers
 
 
 def run(args, beam_args: Sequence[str] = ()) -> int:
@@ -87,9 +120,11 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
     from .report import ReportError
 
     command = getattr(args, "consumer_command", None) or getattr(args, "command", None)
-    if beam_args and command != "plan":
-        print(f"mintdim-beam {command}: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
-        return EXIT_ERROR
+    if beam_args and not (command == "plan" and is_job_file(args.source)):
+        from . import storage
+
+        storage.configure(list(beam_args))   # file-system options, for gs:// and s3:// paths
+        beam_args = ()
     try:
         if command == "verify":
             return _verify(args)
@@ -114,9 +149,16 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Stand-alone entry point (the same commands without ``build``/``demo``)."""
-    parser = argparse.ArgumentParser(prog="mintdim-beam", description=__doc__.split("\n\n")[0])
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args, rest = parser.parse_known_args(argv)
+    parser = flags.Parser(prog="mintdim-beam", description=__doc__.split("\n\n")[0],
+                          epilog=flags.EXIT_CODES_HELP)
+    parsers = add_subcommands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                                    parser_class=flags.Parser))
+    try:
+        args, rest = parser.parse_known_args(argv)
+        scope = flags.BEAM if args.command == "plan" and is_job_file(args.source) else flags.FILESYSTEM
+        rest = flags.check_flags(parsers[args.command], rest, scope)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else flags.EXIT_USAGE
     return run(args, rest)
 
 
@@ -124,8 +166,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _verify(args) -> int:
+    from . import reader
     from .verify import verify_output
 
+    missing = [path for path in args.dirs if not _is_directory(path, reader)]
+    if missing:
+        # Nothing to verify is an error in the command (exit 2), not a problem found in a
+        # dataset (exit 1): a typo'd path must not read as a damaged dataset.
+        raise ValueError(f"no such directory: {', '.join(missing)}")
     status = 0
     for path in args.dirs:
         report = verify_output(path, tokenizer=args.tokenizer, sample_rows=args.sample,
@@ -138,6 +186,15 @@ def _verify(args) -> int:
         if not report.ok:
             status = EXIT_PROBLEMS
     return status
+
+
+def _is_directory(path: str, reader) -> bool:
+    """A local directory, or a remote prefix with at least one object under it."""
+    if reader.is_local(path):
+        import os
+
+        return os.path.isdir(path)
+    return bool(reader.list_dir(path))
 
 
 # --------------------------------------------------------------------------- inspect
@@ -259,13 +316,9 @@ def _plan(args, beam_args: list) -> int:
     sizes_override = _parse_sizes(args.sizes) if args.sizes else None
     source = args.source
     plans = []
-    if source.endswith((".yaml", ".yml", ".json")):
-        if any(a for a in beam_args if not a.startswith("--")):
-            raise ValueError(f"unrecognized arguments: {' '.join(beam_args)}")
+    if is_job_file(source):
         plans = _job_histograms(source, args, beam_args)
     else:
-        if beam_args:
-            raise ValueError(f"Beam flags apply to a job file only: {' '.join(beam_args)}")
         hist, info = dataset_length_histogram(source)
         notes = []
         if info["truncated_restored"] or info["skipped_added"]:
@@ -410,9 +463,9 @@ def _report(args) -> int:
 # --------------------------------------------------------------------------- export
 
 
-def _add_export(subparsers) -> None:
+def _add_export(subparsers):
     p = subparsers.add_parser(
-        "export", help="write the dataset as Megatron-LM .bin/.idx or as Parquet",
+        "export", help="write the dataset as Megatron-LM .bin/.idx or as Parquet", epilog=FS_OPTIONS_HELP,
         description="Read every written sample (checking each record) and write it, without padding, "
                     "in ascending sample_id: --format megatron writes OUT.bin and OUT.idx (Megatron-LM's "
                     "indexed dataset, one document per sample); --format parquet writes one file with a "
@@ -420,13 +473,14 @@ def _add_export(subparsers) -> None:
     p.add_argument("dir", metavar="DIR", help="output directory of a build (local or gs://, s3://)")
     p.add_argument("out", metavar="OUT", help="path prefix for megatron (OUT.bin, OUT.idx); file for parquet")
     p.add_argument("--format", required=True, choices=["megatron", "parquet"],
-                   help="megatron or parquet (required)")
+                   help="megatron (Megatron-LM indexed dataset) or parquet (required)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files (default: refuse)")
     p.add_argument("--row-group-rows", type=int, default=65_536, metavar="N",
-                   help="parquet: most samples per row group (default 65536)")
+                   help="parquet: most samples per row group (default: 65536)")
     p.add_argument("--row-group-tokens", type=int, default=1 << 20, metavar="N",
-                   help="parquet: a row group closes once it holds N tokens (default 1048576)")
+                   help="parquet: a row group closes once it holds N tokens (default: 1048576)")
     p.set_defaults(consumer_command="export")
+    return p
 
 
 def _export(args) -> int:

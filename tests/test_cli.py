@@ -1,4 +1,5 @@
-"""The ``mintdim-beam`` command line: ``build JOB.yaml`` and ``demo OUT_DIR``."""
+"""The ``mintdim-beam`` command line: ``build JOB.yaml``, ``demo OUT_DIR``, the flag check,
+``--version``, ``--help`` and the exit codes."""
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ def job_dir(tmp_path, monkeypatch, tok):
 def test_build_job_file(job_dir, tok, capsys):
     """A job file builds; a policy flag on the command line overrides the job's run section."""
     (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model")), encoding="utf-8")
-    code = main(["build", "job.yaml", "--on-overflow", "truncate"])
+    # Beam pipeline options (the build's own --encode_threads among them) pass the check.
+    code = main(["build", "job.yaml", "--on-overflow", "truncate", "--runner", "DirectRunner",
+                 "--encode_threads", "2", "--direct_num_workers=1"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "Traceback" not in captured.err
@@ -174,3 +177,128 @@ def test_the_command_exits_with_mains_status(job_dir, tok):
                             capture_output=True, text=True, cwd=job_dir)
     assert failed.returncode == 2
     assert "[english] PipelineValidationError" in failed.stderr and "Traceback" not in failed.stderr
+
+
+# --------------------------------------------------------------------------- flags, help, exit codes
+
+@pytest.mark.parametrize("argv, wrong, suggested", [
+    (["build", "job.yaml", "--on-overlfow", "truncate"], "--on-overlfow", "--on-overflow"),
+    (["build", "job.yaml", "--on_overflow=truncate"], "--on_overflow", "--on-overflow"),
+    (["build", "job.yaml", "--runer", "DirectRunner"], "--runer", "--runner"),
+    (["build", "job.yaml", "--encode_thread", "2"], "--encode_thread", "--encode_threads"),
+    (["demo", "out", "--direct_num_worker=2"], "--direct_num_worker", "--direct_num_workers"),
+    (["plan", "job.yaml", "--multple", "8"], "--multple", "--multiple"),
+    (["verify", "out", "--max-problem", "3"], "--max-problem", "--max-problems"),
+])
+def test_an_unknown_flag_is_a_usage_error_that_names_it(job_dir, tok, capsys, argv, wrong, suggested):
+    """Beam drops flags it does not know: a typo'd policy used to vanish and the build ran
+    on the default. Now nothing runs, and the message names the flag and the closest one."""
+    (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model")), encoding="utf-8")
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 64
+    assert err.splitlines()[-1].endswith(f": error: unknown option {wrong}; did you mean {suggested}?")
+    assert "Traceback" not in err
+    assert not (job_dir / "out").exists()
+
+
+def test_other_stray_arguments_are_usage_errors(job_dir, tok, capsys):
+    (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model")), encoding="utf-8")
+    cases = {
+        ("build", "job.yaml", "extra"): "unexpected argument 'extra'",
+        ("build", "job.yaml", "-x"): "unknown option -x",
+        ("build", "job.yaml", "--direct_num_workers=many"): "argument --direct_num_workers: invalid int value: 'many'",
+        ("build", "job.yaml", "--on-overflow", "cut"): "argument --on-overflow: invalid choice: 'cut'",
+        ("build",): "the following arguments are required: JOB",
+        ("verify", "out", "--runner", "DataflowRunner"): "option --runner is a Beam pipeline option, which this "
+                                                        "command does not use",
+        ("plan", "out", "--direct_num_workers=2"): "option --direct_num_workers is a Beam pipeline option",
+        ("frobnicate",): "invalid choice: 'frobnicate'",
+        (): "the following arguments are required: COMMAND",
+    }
+    for argv, message in cases.items():
+        assert main(list(argv)) == 64, argv
+        err = capsys.readouterr().err
+        assert message in err.splitlines()[-1], (argv, err)
+        assert "Traceback" not in err
+    assert not (job_dir / "out").exists()
+
+
+def test_flags_of_beam_its_extras_and_the_build_are_known():
+    """Every option of the installed Beam, its runner extras (Dask) and the build's own
+    passes; file-system options pass where a dataset is only read."""
+    from mintdim_beam import flags
+    from mintdim_beam.cli import build_parser
+
+    _, parsers = build_parser()
+    beam = ["--runner", "FlinkRunner", "--flink_master=localhost:8081", "--sdk_worker_parallelism", "2",
+            "--temp_location", "gs://b/tmp", "--no_pipeline_type_check", "--experiments=a,b", "--encode_threads=3"]
+    assert flags.check_flags(parsers["build"], beam, flags.BEAM) == beam
+    pytest.importorskip("distributed")
+    assert flags.check_flags(parsers["build"], ["--dask_npartitions", "8"], flags.BEAM) == ["--dask_npartitions", "8"]
+    fs = ["--s3_endpoint_url", "http://localhost:9000", "--s3_access_key_id=k"]
+    assert flags.check_flags(parsers["verify"], fs, flags.FILESYSTEM) == fs
+
+
+def test_version():
+    import subprocess
+    import sys
+
+    import apache_beam
+
+    from mintdim_beam import __version__
+
+    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"mintdim-beam {__version__} (apache-beam {apache_beam.__version__}, Python ")
+
+
+def _help_entries(text: str, section: str) -> list:
+    """The entries of one section of argparse's help: (names, description) pairs."""
+    lines = text.split(f"\n{section}:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    entries = []
+    for line in lines:
+        if line.startswith("  ") and not line.startswith("                "):
+            names, _, description = line.strip().partition("  ")
+            entries.append([names, description.strip()])
+        else:
+            entries[-1][1] = (entries[-1][1] + " " + line.strip()).strip()
+    return entries
+
+
+@pytest.mark.parametrize("command", ["build", "demo", "verify", "inspect", "plan", "report", "export"])
+def test_every_option_in_help_has_a_description_and_its_default(command, capsys):
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "``" not in text and ":func:" not in text and ":class:" not in text   # plain text, no RST
+    assert "exit status:" in text and "64   usage error" in text
+    options = _help_entries(text, "options")
+    assert len(options) >= 3
+    for names, description in options:
+        if names.startswith("-h, --help"):
+            continue
+        assert description, names
+        assert "(default: " in description or "(required" in description, (names, description)
+    positionals = _help_entries(text, "positional arguments")
+    assert positionals and all(description for _, description in positionals), positionals
+
+
+def test_verify_of_a_missing_directory_is_an_error_not_a_finding(tmp_path, capsys):
+    code = main(["verify", str(tmp_path / "no_such_dir")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == f"mintdim-beam verify: no such directory: {tmp_path / 'no_such_dir'}"
+
+
+def test_usage_errors_exit_64_from_the_installed_command(job_dir, tok):
+    import subprocess
+    import sys
+
+    (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model")), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "build", "job.yaml", "--on-overlfow",
+                           "truncate"], capture_output=True, text=True, cwd=job_dir)
+    assert done.returncode == 64
+    assert done.stderr.splitlines()[-1] == ("mintdim-beam build: error: unknown option --on-overlfow; "
+                                            "did you mean --on-overflow?")
+    assert "WARNING" not in done.stderr and not (job_dir / "out").exists()
+

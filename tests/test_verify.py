@@ -219,7 +219,8 @@ def test_cli_lists_problems_and_exits_non_zero(copy, capsys, tmp_path):
     assert consumer_main(["verify", "--no-checksums", str(d)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[-1].startswith(f"verify FAILED {d}: 1 problem (")
-    assert consumer_main(["verify", str(tmp_path / "nothing")]) == 1
+    (tmp_path / "not_an_output").mkdir()
+    assert consumer_main(["verify", str(tmp_path / "not_an_output")]) == 1
     assert "no manifest.json" in capsys.readouterr().out
 
 
