@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import lzma
 import random
 import sys
@@ -79,8 +80,14 @@ def _job(files: list, tmp_path: Path, name: str, **extra) -> dict:
 def _without_source_file(out_dir: str, replace: dict) -> dict:
     """Every output file, with the declared source paths swapped back to the plain ones."""
     found = {}
-    for name, data in list_output_files(out_dir).items():
-        if name == "build_info.json":
+    files = list_output_files(out_dir)
+    # SHA256SUMS covers the files as written (their source paths included): check it
+    # here, then leave it out of the comparison
+    for line in files["SHA256SUMS"].decode().splitlines():
+        digest, name = line.split("  ")
+        assert hashlib.sha256(files[name]).hexdigest() == digest, name
+    for name, data in files.items():
+        if name in ("build_info.json", "SHA256SUMS"):
             continue
         for compressed, plain in replace.items():
             data = data.replace(compressed.encode(), plain.encode())
@@ -207,7 +214,7 @@ def test_compressed_inputs_on_s3(s3_remote, tmp_path, plain_build):
     got = s3_remote.download_tree(out)
     want = _without_source_file(plain_out, {})
     got = {k: v.replace(path.encode(), plain_path.encode()) for k, v in got.items()
-           if k not in ("build_info.json", "manifest.json")}
+           if k not in ("build_info.json", "manifest.json", "SHA256SUMS")}
     want.pop("manifest.json")
     assert sorted(got) == sorted(want)
     assert [name for name in got if got[name] != want[name]] == []
