@@ -37,13 +37,12 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .record_checks import RecordBatch, record_problem
+from .record_checks import CHECKSUMS, RecordBatch, checksum_problem, parse_checksums, record_problem
 from .shard_format import record_slots
 
 MANIFEST = "manifest.json"
 LENGTH_FIELD = "length_field.json"
 SAMPLE_INDEX = "sample_index.jsonl"
-CHECKSUMS = "SHA256SUMS"        # sha256 of every data file; manifest.json records its own
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
 _DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}
@@ -449,10 +448,13 @@ class OutputReader:
     be handed to ``DataLoader`` worker processes.
     """
 
-    def __init__(self, path: str, mmap: bool = True, index: Optional[SampleIndex] = None):
+    def __init__(self, path: str, mmap: bool = True, index: Optional[SampleIndex] = None,
+                 checksums: bool = False):
         self.path = path
         self.meta = read_metadata(path)
         self._mmap = mmap and is_local(path)
+        self._sums = _read_sums(self.meta) if checksums else None
+        self._verified: set = set()     # shards whose sha256 was found as SHA256SUMS says
         self._index: Optional[SampleIndex] = None
         self._order: Optional[np.ndarray] = None
         if index is not None:  # an index the caller already parsed (verify does)
@@ -582,8 +584,15 @@ class OutputReader:
         return k
 
     def _indexed_shard(self, unit: int, shard: int) -> np.ndarray:
-        """A shard's records, after checking it holds as many as the index places there."""
+        """A shard's records, after checking it holds as many as the index places there
+        (and, opened with ``checksums``, its sha256, once per shard)."""
         recs = self.shard_records(unit, shard)
+        rel = self.meta.shard_path(unit, shard)
+        if self._sums is not None and rel not in self._verified:
+            problem = checksum_problem(rel, np.ascontiguousarray(recs), self._sums)
+            if problem is not None:
+                raise ReaderError(f"{self.path}: {rel}: {problem}", shard=rel)
+            self._verified.add(rel)
         sps = self.meta.samples_per_shard
         want = min(sps, self._unit_samples.get(unit, 0) - shard * sps)
         if recs.shape[0] != want:
@@ -779,9 +788,31 @@ def _as_int(value, what: str) -> int:
         raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None
 
 
-def open_output(path: str, mmap: bool = True) -> OutputReader:
-    """Open an output directory (local or any Beam filesystem path)."""
-    return OutputReader(path, mmap=mmap)
+def open_output(path: str, mmap: bool = True, checksums: bool = False) -> OutputReader:
+    """Open an output directory (local or any Beam filesystem path).
+
+    ``checksums=True`` also compares each shard, in full, with the sha256 that
+    ``SHA256SUMS`` records before handing out any of its records (one extra read of
+    every shard used): what an export or a copy between stores wants, where the record
+    checks alone would take an in-vocabulary token changed on disk for a real one.
+    """
+    return OutputReader(path, mmap=mmap, checksums=checksums)
+
+
+def _read_sums(meta: Metadata) -> dict:
+    """``SHA256SUMS`` as ``{path: sha256}``, after checking it against the manifest."""
+    info = meta.manifest.get("checksums")
+    if not isinstance(info, dict) or info.get("file") != CHECKSUMS:
+        raise ReaderError(f"{meta.path}: {MANIFEST} records no checksums (built before they were recorded); "
+                          f"open it without checksums=True")
+    try:
+        data = read_bytes(join(meta.path, CHECKSUMS))
+    except FileNotFoundError:
+        raise ReaderError(f"{meta.path}: {CHECKSUMS} is missing ({MANIFEST} records its sha256)") from None
+    problem = checksum_problem(CHECKSUMS, data, {CHECKSUMS: info.get("sha256")})
+    if problem is not None:
+        raise ReaderError(f"{meta.path}: {CHECKSUMS}: {problem.replace(CHECKSUMS + ' records', MANIFEST + ' records')}")
+    return parse_checksums(data)[0]
 
 
 # The training view lives in its own module; these names stay importable from here.

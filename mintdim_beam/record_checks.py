@@ -11,6 +11,8 @@ ascending sample_id) is the reader's to check, since it needs the whole index.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import numpy as np
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 SAMPLE_INDEX = "sample_index.jsonl"
+CHECKSUMS = "SHA256SUMS"        # sha256 of every data file; manifest.json records its own
+_CHECKSUM_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)")
 
 
 class RecordBatch(NamedTuple):
@@ -121,3 +125,27 @@ def _fine(meta: Metadata, unit: int, record: np.ndarray, token_counts, empty) ->
         return False
     tail = payload[total:]
     return not len(tail) or (int(tail.min()) == meta.pad_id and int(tail.max()) == meta.pad_id)
+
+
+def parse_checksums(data: bytes) -> tuple[dict, list]:
+    """``SHA256SUMS`` bytes -> ``({path: sha256 hex}, [line numbers that are not a
+    "<sha256>  <path>" line])``."""
+    sums, bad = {}, []
+    for n, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
+        m = _CHECKSUM_LINE.fullmatch(line)
+        if m is not None:
+            sums[m.group(2)] = m.group(1)
+        elif line:
+            bad.append(n)
+    return sums, bad
+
+
+def checksum_problem(name: str, data, sums: dict) -> Optional[str]:
+    """Why the bytes ``data`` of the file ``name`` are not what ``SHA256SUMS`` records."""
+    want = sums.get(name)
+    if want is None:
+        return f"{CHECKSUMS} has no line for this file"
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        return f"sha256 is {got}, {CHECKSUMS} records {want} (the file changed after the build)"
+    return None

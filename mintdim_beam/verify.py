@@ -27,6 +27,7 @@ from typing import Optional
 import numpy as np
 
 from . import reader as rd
+from .record_checks import parse_checksums
 
 INDEX_FILES = ("sample_index.jsonl", "duplicate_index.jsonl", "unk_index.jsonl",
                "overflow_index.jsonl", "bad_record_index.jsonl")
@@ -35,7 +36,6 @@ LISTED_PER_CHECK = 10          # records listed per (shard, check) before counti
 _CHUNK_SLOTS = 1 << 22         # slots scanned at once (8-16 MiB of shard)
 _SHARD_NAME = re.compile(r"^shard_(\d{6})\.bin$")
 _SHARD_PATH = re.compile(r"unit_\d+/shard_\d{6}\.bin")
-_CHECKSUM_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)")
 CHECKSUMS = rd.CHECKSUMS
 
 
@@ -310,14 +310,9 @@ def _read_checksums(chk: _Checker, meta: rd.Metadata) -> Optional[dict]:
     if got != info["sha256"]:
         chk.problem(CHECKSUMS, f"sha256 is {got}, manifest.json records {info['sha256']} (the file changed "
                                f"after the build)")
-    sums = {}
-    for n, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
-        m = _CHECKSUM_LINE.fullmatch(line)
-        if m is None:
-            if line:
-                chk.problem(CHECKSUMS, "not a '<sha256 hex>  <path>' line", line=n)
-            continue
-        sums[m.group(2)] = m.group(1)
+    sums, bad = parse_checksums(data)
+    for n in bad:
+        chk.problem(CHECKSUMS, "not a '<sha256 hex>  <path>' line", line=n)
     return sums
 
 

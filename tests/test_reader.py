@@ -495,3 +495,20 @@ def test_shard_with_more_records_than_the_index_places_is_refused(corrupt):
     data = path.read_bytes()
     path.write_bytes(data + data[:SLOTS * 2])
     _every_read_raises(copy, 3, "holds 5 records, but sample_index.jsonl places 4 there")
+
+
+def test_checksums_on_open_catch_an_in_vocabulary_change(corrupt):
+    from mintdim_beam.reader import ReaderError, open_output
+
+    copy, patch = corrupt
+    patch(0, 1, 1 + N_SEG + 1, delta=1)           # sample 3: a token changed to the next (valid) id
+    assert open_output(str(copy)).sample(3).token_count == 29     # every record check passes
+    checked = open_output(str(copy), checksums=True)
+    assert checked.sample(0).sample_id == 0        # unit_24's shard is intact
+    for read in (lambda: checked.sample(1), lambda: list(checked.batches(U)), lambda: checked.causal_lm()[1]):
+        with pytest.raises(ReaderError, match=r"unit_48/shard_000000.bin: sha256 is [0-9a-f]{64}, SHA256SUMS "
+                                              r"records [0-9a-f]{64} \(the file changed after the build\)"):
+            read()
+    (copy / "SHA256SUMS").write_text("")
+    with pytest.raises(ReaderError, match="SHA256SUMS: sha256 is .*, manifest.json records"):
+        open_output(str(copy), checksums=True)
