@@ -3,9 +3,10 @@
     python -m pipelines.unit_build JOB.yaml [--on-overflow truncate] [--runner ...] [Beam flags]
     python pipelines/unit_build.py JOB.yaml ...              # the same, as a script
 
-A thin wrapper over ``mintdim-beam build``: everything the CLI does not know is passed
-to Beam as a pipeline option (``--runner``, ``--temp_location``, ``--sdk_container_image``,
-``--flink_master``, ``--dask_client_address``, ...), and ``--versioned`` /
+A thin wrapper over ``mintdim-beam build``: Beam pipeline options (``--runner``,
+``--temp_location``, ``--sdk_container_image``, ``--flink_master``,
+``--dask_client_address``, the build's ``--encode_threads``, ...) are passed to Beam, any
+other unknown flag is a usage error (exit 64), and ``--versioned`` /
 ``--skip-unchanged`` publish into versioned roots for scheduled rebuilds.
 ``pipelines/README.md`` has a command line for each runner.
 """
