@@ -95,23 +95,26 @@ class UnitBuildJob:
         return copy.copy(self._spec)
 
     def config(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-               block_size=DEFAULT_BLOCK_SIZE, accelerators=True):
+               block_size=DEFAULT_BLOCK_SIZE, accelerators=True, index_layout="file"):
         """Validate the declaration and return the resolved ``BuildConfig``."""
         policies = Policies(on_overflow=on_overflow, on_template_unk=on_template_unk,
                             on_bad_record=on_bad_record)
-        return resolve(self._spec, policies, block_size, accelerators)
+        return resolve(self._spec, policies, block_size, accelerators, index_layout)
 
     def run(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print, accelerators=True):
+            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print, accelerators=True,
+            index_layout="file"):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
         ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``
         encodes with the tokenizer libraries' public APIs alone (``mintdim_beam.accel``;
-        same output, more CPU). Raises the spec's
+        same output, more CPU). ``index_layout="parts"`` publishes each per-block index as
+        its blocks' parts (``sample_index/part-NNNNN.jsonl``, ...) instead of one file:
+        nothing to concatenate at finalize; readers take either. Raises the spec's
         error class when validation fails or a policy aborts the build. Returns a
         ``BuildResult``.
         """
-        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators)
+        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout)
         from .launcher import launch  # Beam is imported only when a build runs
 
         return launch(config, runner=runner, options=options, echo=echo)

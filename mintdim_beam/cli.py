@@ -44,7 +44,7 @@ Any other flag is a usage error."""
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
-    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size"):
+    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout"):
         value = getattr(args, name, None)
         if value is not None:
             run[name] = value
@@ -64,7 +64,8 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         on_template_unk=run.get("on_template_unk", "prompt"),
         on_bad_record=run.get("on_bad_record", "abort"),
     )
-    config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE), run["accelerators"])
+    config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE), run["accelerators"],
+                     run["index_layout"])
     from .launcher import launch, launch_versioned  # imports Beam; after logging is configured
 
     if run.get("versioned"):
@@ -101,6 +102,10 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-size", dest="block_size", type=_int_or_text, metavar="BYTES",
                         help="input bytes per unit of work; never changes the output "
                              f"(default: the job's run.block_size, else {DEFAULT_BLOCK_SIZE})")
+    parser.add_argument("--index-layout", dest="index_layout", choices=["file", "parts"],
+                        help="parts: publish sample_index/part-NNNNN.jsonl (one per input block) and the other "
+                             "per-block indexes likewise, nothing concatenated at finalize (default: the job's "
+                             "run.index_layout, else file)")
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")

@@ -23,6 +23,9 @@ from .tokenizers import HF_JSON, SENTENCEPIECE, check_kind_of_path
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
 BAD_RECORD_POLICIES = ("abort", "skip")
+#: How the per-block index files are published: ``file`` (one file each, the parts
+#: concatenated at finalize) or ``parts`` (``<index>/part-NNNNN.jsonl``, one per block).
+INDEX_LAYOUTS = ("file", "parts")
 
 #: Default byte size of the input blocks that workers read independently.
 DEFAULT_BLOCK_SIZE = 4 * 1024 * 1024
@@ -47,7 +50,7 @@ JOB_SECTIONS = {
     "units": ("sizes", "build_batch"),
     "output": ("dir", "samples_per_shard"),
     "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged",
-            "accelerators"),
+            "accelerators", "index_layout"),
 }
 RUN_FLAGS = ("versioned", "skip_unchanged")
 
@@ -143,6 +146,8 @@ class BuildConfig:
     block_size: int = DEFAULT_BLOCK_SIZE
     #: Take the exact tokenizer accelerators (``mintdim_beam.accel``); same output.
     accelerators: bool = True
+    #: ``INDEX_LAYOUTS``: one file per index, or its blocks' parts published in place.
+    index_layout: str = "file"
 
     def files_of(self, output: OutputSpec) -> list[FileSpec]:
         return [self.files[i] for i in output.files]
@@ -197,10 +202,11 @@ def normalize_dir(path: str) -> str:
 
 
 def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
-            accelerators: bool = True) -> BuildConfig:
+            accelerators: bool = True, index_layout: str = "file") -> BuildConfig:
     """Validate ``job`` structurally and broadcast every setting to every file."""
     policies = policies or Policies()
     _check_accelerators(accelerators)
+    check_index_layout(index_layout)
     missing = _missing(job)
     if missing:
         raise errors.PipelineValidationError(missing=missing)
@@ -321,7 +327,20 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
             )
         )
     check_block_size(block_size)
-    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators)
+    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators, index_layout)
+
+
+def check_index_layout(value) -> str:
+    """``index_layout``: ``file`` (default) or ``parts``."""
+    if value not in INDEX_LAYOUTS:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"index_layout must be one of {', '.join(INDEX_LAYOUTS)}, got {value!r}",
+            rules=["run.index_layout: file (one file per index, default) | parts (sample_index/part-NNNNN.jsonl, "
+                   "... one part per input block, published without concatenating)"],
+            problem_vi=f"index_layout phải là một trong {', '.join(INDEX_LAYOUTS)}, hiện tại là {value!r}",
+            rules_vi=["run.index_layout: file (mỗi index một file, mặc định) | parts (sample_index/part-NNNNN.jsonl, "
+                      "... mỗi khối đầu vào một part, publish không cần nối file)"])
+    return value
 
 
 def _check_accelerators(value) -> None:
@@ -452,6 +471,7 @@ def run_settings(run: dict) -> dict:
         checked["block_size"] = check_block_size(checked["block_size"])
     checked["accelerators"] = checked.get("accelerators", True)
     _check_accelerators(checked["accelerators"])
+    checked["index_layout"] = check_index_layout(checked.get("index_layout", "file"))
     if checked["skip_unchanged"] and not checked["versioned"]:
         raise _job_error("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)",
                          "skip_unchanged cần output root có phiên bản (--versioned hoặc run.versioned: true)")

@@ -277,12 +277,10 @@ def _describe(out, sample, tok) -> dict:
             "segments": segments}
     if sample.sample_id is not None:
         for name, key in (("unk_index.jsonl", "unk"), ("overflow_index.jsonl", "overflow")):
-            path = rd.join(out.path, name)
-            if rd.exists(path):
-                for _, row in rd.iter_jsonl(path):
-                    if isinstance(row, dict) and row.get("sample_id") == sample.sample_id:
-                        info[key] = row
-                        break
+            for _, row in rd.iter_index(out.path, name, out.manifest):
+                if isinstance(row, dict) and row.get("sample_id") == sample.sample_id:
+                    info[key] = row
+                    break
     return info
 
 
@@ -291,10 +289,7 @@ def _why_missing(out, sample_id: int) -> str:
     from . import reader as rd
 
     for name in ("bad_record_index.jsonl", "overflow_index.jsonl"):
-        path = rd.join(out.path, name)
-        if not rd.exists(path):
-            continue
-        for _, row in rd.iter_jsonl(path):
+        for _, row in rd.iter_index(out.path, name, out.manifest):
             if isinstance(row, dict) and row.get("sample_id") == sample_id:
                 where = f"{row.get('source_file')}:{row.get('source_line')}"
                 if name.startswith("bad"):

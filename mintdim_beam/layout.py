@@ -39,6 +39,16 @@ def part_path(out: str, index_name: str, file: int, block: int) -> str:
     return storage.join(parts_dir(out, index_name), f"f{file:05d}-b{block:06d}.jsonl")
 
 
+def published_part(out: str, index_name: str, number: int) -> str:
+    """Part ``number`` (block order) of a per-block index, published in place with
+    ``index_layout: parts``: ``sample_index/part-00000.jsonl``, ..."""
+    return storage.join(out, published_part_name(index_name, number))
+
+
+def published_part_name(index_name: str, number: int) -> str:
+    return f"{index_name.rsplit('.', 1)[0]}/part-{number:05d}.jsonl"
+
+
 def duplicate_part_path(out: str, task: int) -> str:
     """Duplicate groups found by one digest-range task, sorted by first sample id."""
     return storage.join(parts_dir(out, "duplicate_index.jsonl"), f"t{task:06d}.jsonl")

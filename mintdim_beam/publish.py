@@ -29,6 +29,7 @@ import hashlib
 import heapq
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from . import __version__, compose, indexes, layout, storage
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 PER_BLOCK_INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
 DUPLICATE_INDEX = "duplicate_index.jsonl"
+RENAME_THREADS = 16     # parts renamed at once with index_layout "parts" (each a round trip)
 
 
 _FIRST_ID = b'"sample_id":'
@@ -161,7 +163,12 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
     dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
     sums = {}   # path in the output -> sha256 hex: every data file, for SHA256SUMS
+    part_sums = {(r.file, r.block): dict(r.sha256) for r in part_results if r.output == out.index}
     for name in PER_BLOCK_INDEXES + (DUPLICATE_INDEX,):
+        if config.index_layout == "parts" and name != DUPLICATE_INDEX:
+            sums.update(_publish_parts(out, name, blocks, part_sums))
+            storage.delete_tree(layout.parts_dir(out.path, name))
+            continue
         final = storage.join(out.path, name)
         # The output directory was new or empty when the build began (preflight), and an
         # index file appears whole (a renamed temporary file, or one object): if it is
@@ -218,11 +225,33 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     listing = indexes.checksums_file(sums)
     storage.write_bytes(storage.join(out.path, layout.CHECKSUMS), listing)
     found = manifest(config, out, oplan, tok, digests)
+    if config.index_layout == "parts":
+        found["indexes"] = {"layout": "parts", "parts": {name: len(blocks) for name in PER_BLOCK_INDEXES}}
     found["checksums"] = {"file": layout.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
     storage.write_text(manifest_path, indexes.dumps_file(found))
     _remove_markers(out)
     storage.delete_tree(layout.staging_dir(out.path))
     return {"output": out.path, "stats": stats, "shards": shards}
+
+
+def _publish_parts(out: OutputSpec, name: str, blocks: list, part_sums: dict) -> dict:
+    """``index_layout: parts``: each block's part of index ``name`` is renamed to
+    ``<index>/part-NNNNN.jsonl``, numbered in block order; returns their sha256 for
+    SHA256SUMS, as the workers that wrote the parts computed them.
+
+    No byte goes through this worker: renames (server-side copies on object stores), a
+    few at a time, since each is a round trip. A part already moved by an earlier
+    attempt of this finalize is left as it is.
+    """
+    def move(numbered):
+        number, (f, b) = numbered
+        staged = layout.part_path(out.path, name, f, b)
+        if storage.exists(staged):
+            storage.rename(staged, layout.published_part(out.path, name, number))
+
+    with ThreadPoolExecutor(max_workers=RENAME_THREADS) as pool:
+        list(pool.map(move, enumerate(blocks)))
+    return {layout.published_part_name(name, number): part_sums[key][name] for number, key in enumerate(blocks)}
 
 
 def output_storage(tok, oplan) -> TokenStorage:
@@ -277,9 +306,11 @@ def resolved_config(config: BuildConfig, out: OutputSpec) -> dict:
     """What the job asks of one output, without where it goes or how it is executed.
 
     Output paths (a versioned root puts each build elsewhere), ``block_size`` and
-    ``build_batch`` (they never change the bytes) are left out on purpose.
+    ``build_batch`` (they never change the bytes) are left out on purpose; with
+    ``index_layout: parts`` the layout and ``block_size`` are in (the index files
+    are split where the blocks end).
     """
-    return {
+    found = {
         "pipeline": "unit-build",
         "source": describe_sources(config, out),
         "tokenizer": {"type": out.tokenizer.kind, "path": out.tokenizer.path},
@@ -292,6 +323,11 @@ def resolved_config(config: BuildConfig, out: OutputSpec) -> dict:
             "on_bad_record": config.policies.on_bad_record,
         },
     }
+    if config.index_layout != "file":
+        # Other files, split where the blocks end: block_size changes them too.
+        found["index_layout"] = config.index_layout
+        found["block_size"] = config.block_size
+    return found
 
 
 def fingerprint(config: BuildConfig, out: OutputSpec, digests: dict, versions: Optional[dict] = None) -> dict:

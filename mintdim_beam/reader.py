@@ -132,14 +132,65 @@ def read_json(path: str):
 
 def iter_jsonl(path: str) -> Iterator[tuple[int, object]]:
     """``(line number, parsed row)`` of a JSONL index file; a bad line yields ``(n, None)``."""
-    data = read_bytes(path)
-    for n, line in enumerate(data.split(b"\n"), start=1):
+    yield from _jsonl_rows(read_bytes(path), 1)
+
+
+def _jsonl_rows(data: bytes, first_line: int) -> Iterator[tuple[int, object]]:
+    for n, line in enumerate(data.split(b"\n"), start=first_line):
         if not line.strip():
             continue
         try:
             yield n, json.loads(line)
         except ValueError:
             yield n, None
+
+
+# --------------------------------------------------------------------------- index files
+
+
+def index_paths(path: str, name: str, manifest: Optional[dict] = None) -> list:
+    """Where the bytes of index ``name`` (``sample_index.jsonl``, ...) of the output
+    ``path`` are, in order.
+
+    One file ``DIR/name``; or, when the manifest says ``"indexes": {"layout": "parts"}``
+    (built with ``index_layout: parts``), its parts ``DIR/<stem>/part-00000.jsonl``, ...
+    in block order, as many as the manifest counts, whose concatenation is byte for byte
+    the single file. The reader, ``verify``, ``inspect``, ``plan`` and ``report`` read
+    index files through this, :func:`read_index` and :func:`iter_index` only.
+    ``manifest``: the parsed ``manifest.json`` when the caller has it.
+    """
+    if manifest is None:
+        try:
+            manifest = read_json(join(path, MANIFEST)) if exists(join(path, MANIFEST)) else {}
+        except ReaderError:
+            manifest = {}
+    found = manifest.get("indexes") if isinstance(manifest, dict) else None
+    if isinstance(found, dict) and found.get("layout") == "parts":
+        count = (found.get("parts") or {}).get(name)
+        if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+            stem = name.rsplit(".", 1)[0]
+            return [join(path, stem, f"part-{k:05d}.jsonl") for k in range(count)]
+    return [join(path, name)]
+
+
+def read_index(path: str, name: str, manifest: Optional[dict] = None) -> bytes:
+    """The bytes of an index file, its parts concatenated (FileNotFoundError names a
+    missing file or part)."""
+    return b"".join(read_bytes(p) for p in index_paths(path, name, manifest))
+
+
+def iter_index(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[tuple[int, object]]:
+    """``(line number, parsed row)`` of every line of an index, as :func:`iter_jsonl`;
+    across parts, lines are numbered as in their concatenation. An absent index (or
+    part) has no rows: ``verify`` reports it as missing on its own."""
+    first = 1
+    for part in index_paths(path, name, manifest):
+        try:
+            data = read_bytes(part)
+        except FileNotFoundError:
+            continue
+        yield from _jsonl_rows(data, first)
+        first += data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 # --------------------------------------------------------------------------- metadata
@@ -491,9 +542,9 @@ class OutputReader:
     def index(self) -> SampleIndex:
         if self._index is None:
             try:
-                data = read_bytes(join(self.path, SAMPLE_INDEX))
-            except FileNotFoundError:
-                raise ReaderError(f"{self.path}: no {SAMPLE_INDEX}") from None
+                data = read_index(self.path, SAMPLE_INDEX, self.manifest)
+            except FileNotFoundError as exc:
+                raise ReaderError(f"{self.path}: no {SAMPLE_INDEX} ({exc.filename or exc})") from None
             self._set_index(parse_sample_index(data))
         return self._index
 

@@ -81,11 +81,9 @@ def gather(path: str) -> ReportData:
     data.max_declared = max(declared)
 
     def rows(name):
-        p = rd.join(path, name)
-        if rd.exists(p):
-            for _, row in rd.iter_jsonl(p):
-                if isinstance(row, dict):
-                    yield row
+        for _, row in rd.iter_index(path, name, manifest):
+            if isinstance(row, dict):
+                yield row
 
     top: list = []
     for k, row in enumerate(rows("duplicate_index.jsonl")):

@@ -56,9 +56,7 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
     truncated = set()
     claims = _LocationClaims(index)
     for name in ("overflow_index.jsonl", "bad_record_index.jsonl"):
-        if not rd.exists(rd.join(meta.path, name)):
-            continue
-        for line, row in rd.iter_jsonl(rd.join(meta.path, name)):
+        for line, row in rd.iter_index(meta.path, name, meta.manifest):
             if isinstance(row, dict) and isinstance(row.get("sample_id"), int):
                 claims.add(row["sample_id"], name, line, row.get("source_file"), row.get("source_line"))
                 if row.get("action") == "truncate":

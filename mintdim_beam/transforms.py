@@ -145,6 +145,7 @@ class PartResult:
     block: int
     samples_with_unk: int
     unk_tokens: int
+    sha256: tuple = ()     # (index name, sha256 hex) of each part, with index_layout "parts"
 
 
 @dataclass(frozen=True)
@@ -344,9 +345,13 @@ def _write_index_part(config: BuildConfig, bp: BlockPlan) -> PartResult:
     directory = layout.block_dir(out.path, bp.file, bp.block)
     meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
     rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
+    sums = []
     for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
         storage.write_bytes(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
-    return PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"])
+        if config.index_layout == "parts":   # published as they are: SHA256SUMS lists each part
+            sums.append((name, hashlib.sha256(rows[name]).hexdigest()))
+    return PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"],
+                      tuple(sums))
 
 
 def _sorted_hashes(result: BlockResult) -> np.ndarray:

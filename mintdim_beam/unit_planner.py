@@ -202,23 +202,25 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     if path.endswith(".jsonl"):
         index_path = path
         base = os.path.dirname(path) if reader.is_local(path) else path.rsplit("/", 1)[0]
-    else:
+        data = reader.read_bytes(index_path)
+    else:     # one file, or its parts (index_layout: parts)
         base, index_path = path, reader.join(path, reader.SAMPLE_INDEX)
-    index = reader.parse_sample_index(reader.read_bytes(index_path))
+        data = reader.read_index(path, reader.SAMPLE_INDEX)
+    index = reader.parse_sample_index(data)
     counts = dict(zip(*[x.tolist() for x in np.unique(index.token_count, return_counts=True)]))
-    overflow_path = reader.join(base, "overflow_index.jsonl")
     adjusted = {"truncate": 0, "skip": 0}
-    if reader.exists(overflow_path):
-        written = dict(zip(index.sample_id.tolist(), index.token_count.tolist()))
-        for _, row in reader.iter_jsonl(overflow_path):
-            if not isinstance(row, dict) or row.get("action") not in adjusted:
-                continue
-            original = int(row["token_count"])
-            if row["action"] == "truncate" and row["sample_id"] in written:
-                w = written[row["sample_id"]]
-                counts[w] -= 1
-            counts[original] = counts.get(original, 0) + 1
-            adjusted[row["action"]] += 1
+    written = None
+    for _, row in reader.iter_index(base, "overflow_index.jsonl"):
+        if not isinstance(row, dict) or row.get("action") not in adjusted:
+            continue
+        if written is None:
+            written = dict(zip(index.sample_id.tolist(), index.token_count.tolist()))
+        original = int(row["token_count"])
+        if row["action"] == "truncate" and row["sample_id"] in written:
+            w = written[row["sample_id"]]
+            counts[w] -= 1
+        counts[original] = counts.get(original, 0) + 1
+        adjusted[row["action"]] += 1
     sizes = None
     manifest_path = reader.join(base, reader.MANIFEST)
     if reader.exists(manifest_path):

@@ -20,6 +20,7 @@ counted, so a badly broken dataset still gives a readable report.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -134,8 +135,8 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
             files[name] = rd.read_json(rd.join(path, name))
         except rd.ReaderError as exc:
             chk.problem(name, str(exc).replace(rd.join(path, name) + ": ", ""))
-    for name in INDEX_FILES:
-        if not rd.exists(rd.join(path, name)):
+    for name in index_file_names(meta):
+        if not rd.exists(rd.join(path, *name.split("/"))):
             chk.problem(name, "index file is missing")
 
     sums = _read_checksums(chk, meta) if checksums else None
@@ -144,7 +145,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
         _compare_checksums(chk, meta, scans, sums)
     index_problems: list = []
     try:
-        index = rd.parse_sample_index(rd.read_bytes(rd.join(path, rd.SAMPLE_INDEX)), index_problems)
+        index = rd.parse_sample_index(rd.read_index(path, rd.SAMPLE_INDEX, meta.manifest), index_problems)
     except FileNotFoundError:
         index = rd.parse_sample_index(b"")
     for p in index_problems:
@@ -323,7 +324,7 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
     are read here. Only names a dataset holds are opened, never a path the listing
     makes up.
     """
-    data_files = {name: None for name in INDEX_FILES + SUMMARY_FILES + (rd.LENGTH_FIELD,)}
+    data_files = {name: None for name in index_file_names(meta) + list(SUMMARY_FILES) + [rd.LENGTH_FIELD]}
     for unit, shards in scans.items():
         for k, scan in enumerate(shards):
             if scan is not _MISSING_SHARD:
@@ -345,6 +346,13 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
             chk.problem(name, f"sha256 is {got}, {CHECKSUMS} records {want} (the file changed after the build)")
         checked += 1
     chk.report.checksummed = checked
+
+
+def index_file_names(meta: rd.Metadata) -> list:
+    """The index files of the dataset, relative to it: the five files, or with
+    ``index_layout: parts`` each per-block index's parts (``sample_index/part-00000.jsonl``, ...)."""
+    base = len(rd.join(meta.path, ""))
+    return [p[base:].replace(os.sep, "/") for name in INDEX_FILES for p in rd.index_paths(meta.path, name, meta.manifest)]
 
 
 def _file_sha256(path: str) -> str:
@@ -425,10 +433,7 @@ def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
               "overflow_samples": 0, "bad_records": 0}
 
     def rows(name, keyed=True):
-        path = rd.join(meta.path, name)
-        if not rd.exists(path):
-            return
-        for n, row in rd.iter_jsonl(path):
+        for n, row in rd.iter_index(meta.path, name, meta.manifest):
             if not isinstance(row, dict) or (keyed and not isinstance(row.get("sample_id"), int)):
                 chk.problem(name, "row is not a JSON object" + (" with an integer sample_id" if keyed else ""),
                             line=n)

@@ -130,7 +130,7 @@ def _resolve_dirs(tmp_path, output_dirs):
 def run_pipeline(*, files, fields, templates, tokenizer_kind, tokenizer_files, sizes,
                  samples_per_shard, output_dirs, on_overflow="abort", on_bad_record="abort",
                  on_template_unk="abort", build_batch=(3,), block_size=None, options=None,
-                 runner=None, accelerators=None):
+                 runner=None, accelerators=None, index_layout=None):
     """Run the fluent API once, printing nothing."""
     from mintdim_beam import pipeline
 
@@ -151,6 +151,8 @@ def run_pipeline(*, files, fields, templates, tokenizer_kind, tokenizer_files, s
         kwargs["runner"] = runner
     if accelerators is not None:
         kwargs["accelerators"] = accelerators
+    if index_layout is not None:
+        kwargs["index_layout"] = index_layout
     return job.run(**kwargs)
 
 
