@@ -48,8 +48,9 @@ def add_subcommands(subparsers) -> dict:
                     "positions, the stats and histogram figures, and every file against SHA256SUMS.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="output directory of a build (local, gs:// or s3://)")
     p.add_argument("--tokenizer", nargs="?", const="manifest", metavar="PATH",
-                   help="also re-tokenize a sample of rows from their source lines; without PATH the "
-                        "tokenizer named in manifest.json (default: no re-tokenizing)")
+                   help="also match every row to its source line by sample id and re-tokenize a sample of "
+                        "rows from those lines; without PATH the tokenizer named in manifest.json "
+                        "(default: no source checks)")
     p.add_argument("--sample", type=int, default=64, metavar="N",
                    help="rows to re-tokenize with --tokenizer, spread over the dataset, 0 for all (default: 64)")
     p.add_argument("--no-checksums", dest="checksums", action="store_false",

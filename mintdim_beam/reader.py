@@ -5,10 +5,9 @@ metadata of a local directory is read with plain ``open`` and shards are memory-
 only a remote path (``gs://``, ``s3://``) imports ``apache_beam.io.filesystems``, lazily,
 inside the one function that reads bytes.
 
-Random access needs to know where each sample lives. ``sample_index.jsonl`` says it
-(``unit_size``, ``shard_path``, ``shard_record``); the reader parses it once into numpy
-columns (:class:`SampleIndex`) rather than a dict per row, so an index of millions of
-samples costs tens of bytes per sample, and a lookup is one ``searchsorted``.
+Random access needs to know where each sample lives: ``sample_index.jsonl`` says it,
+parsed once into numpy columns (:mod:`mintdim_beam.sample_index`), so a lookup is one
+``searchsorted``.
 
 Records are decoded with :mod:`mintdim_beam.shard_format`, the codec the writer uses,
 so the reader can never disagree with the build on the layout.
@@ -20,8 +19,9 @@ token count and empty fields (``sample_index.jsonl``), and its place (records of
 unit are in ascending sample_id, so a row's rank among its unit's ids fixes its shard
 and record). Every read checks all of them, with numpy over whole batches when reading
 in bulk, and raises :class:`ReaderError` naming the shard, record and sample that
-disagree. A changed token that keeps all of that consistent is found by ``verify``,
-which compares every file with the sha256 the manifest records.
+disagree. A token changed to another valid id keeps all of that consistent: it is
+found by the sha256 of its shard in ``SHA256SUMS``, which ``verify`` compares for every
+file and ``open_output(..., checksums=True)`` for every shard it reads.
 """
 
 from __future__ import annotations
@@ -30,39 +30,23 @@ import json
 import operator
 import os
 import posixpath
-import re
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .record_checks import CHECKSUMS, RecordBatch, checksum_problem, parse_checksums, record_problem
+from .record_checks import (CHECKSUMS, MANIFEST, SAMPLE_INDEX, ReaderError, RecordBatch,  # noqa: F401
+                            checksum_problem, parse_checksums, record_problem)
+from .sample_index import SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex, parse_sample_index  # noqa: F401
 from .shard_format import record_slots
 
-MANIFEST = "manifest.json"
 LENGTH_FIELD = "length_field.json"
-SAMPLE_INDEX = "sample_index.jsonl"
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
 _DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}
-_SHARD_PATH = re.compile(r"^unit_(\d+)/shard_(\d+)\.bin$")
 _REMOTE_SHARDS_CACHED = 4
 _CHECK_SLOTS = 1 << 22         # slots checked at once when reading in bulk (8-16 MiB)
-
-
-class ReaderError(Exception):
-    """The directory is not a readable, consistent mintdim output.
-
-    A record that disagrees with the index or the manifest says where: ``shard`` (the
-    shard path relative to the directory), ``record`` and ``sample_id`` (None when
-    unknown), and the message names what disagrees.
-    """
-
-    def __init__(self, message: str, *, shard: Optional[str] = None, record: Optional[int] = None,
-                 sample_id: Optional[int] = None):
-        super().__init__(message)
-        self.shard, self.record, self.sample_id = shard, record, sample_id
 
 
 # --------------------------------------------------------------------------- storage
@@ -284,126 +268,6 @@ def read_metadata(path: str) -> Metadata:
         dtype=dtype, magic=magic, pad_id=pad_id, unk_id=tokenizer.get("unk_id"),
         vocab_size=tokenizer.get("vocab_size"), unit_sizes=tuple(sizes), samples_per_shard=sps,
     )
-
-
-# --------------------------------------------------------------------------- sample index
-
-
-class IndexProblem(NamedTuple):
-    """A ``sample_index.jsonl`` row that could not be used (1-based line number)."""
-
-    line: int
-    message: str
-
-
-_ROW_INTS = ("sample_id", "token_count", "unit_size", "source_line", "shard_record")
-
-
-@dataclass
-class SampleIndex:
-    """``sample_index.jsonl`` as numpy columns, one entry per row, in file order.
-
-    ``files`` holds each distinct ``source_file`` once; ``file`` indexes it. Rows with an
-    empty ``empty_fields`` list (nearly all) cost nothing in ``empty_fields``.
-    """
-
-    sample_id: np.ndarray
-    unit: np.ndarray
-    shard: np.ndarray
-    record: np.ndarray
-    token_count: np.ndarray
-    file: np.ndarray
-    line: np.ndarray
-    digest: np.ndarray              # (rows, 32) uint8, the sha256 of the rendered text
-    files: list
-    empty_fields: dict = field(default_factory=dict)   # row -> tuple of field names
-    row_line: np.ndarray = None     # 1-based line of each row in sample_index.jsonl
-
-    def __len__(self) -> int:
-        return int(self.sample_id.shape[0])
-
-    @property
-    def sorted(self) -> bool:
-        s = self.sample_id
-        return bool(len(s) < 2 or (s[1:] > s[:-1]).all())
-
-    def hash(self, row: int) -> str:
-        return bytes(self.digest[row]).hex()
-
-    def positions(self, samples_per_shard: int) -> np.ndarray:
-        """Rank of each row's record inside its unit (shard * samples_per_shard + record)."""
-        return self.shard.astype(np.int64) * samples_per_shard + self.record
-
-
-def parse_sample_index(data: bytes, problems: Optional[list] = None) -> SampleIndex:
-    """Parse ``sample_index.jsonl`` bytes into a :class:`SampleIndex`.
-
-    A malformed row raises :class:`ReaderError`, or, when ``problems`` is a list, is
-    reported there as an :class:`IndexProblem` and left out (what ``verify`` wants).
-    """
-    cols = {k: [] for k in ("sample_id", "unit", "shard", "record", "token_count", "file", "line", "row_line")}
-    digests: list = []
-    files: dict = {}
-    empty: dict = {}
-    for n, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        message = None
-        try:
-            row = json.loads(raw)
-        except ValueError:
-            row, message = None, "not valid JSON"
-        if row is not None:
-            message = _row_problem(row)
-        if message is not None:
-            if problems is None:
-                raise ReaderError(f"{SAMPLE_INDEX} line {n}: {message}")
-            problems.append(IndexProblem(n, message))
-            continue
-        m = _SHARD_PATH.match(row["shard_path"])
-        k = len(cols["sample_id"])
-        cols["sample_id"].append(row["sample_id"])
-        cols["unit"].append(row["unit_size"])
-        cols["shard"].append(int(m.group(2)))
-        cols["record"].append(row["shard_record"])
-        cols["token_count"].append(row["token_count"])
-        cols["file"].append(files.setdefault(row["source_file"], len(files)))
-        cols["line"].append(row["source_line"])
-        cols["row_line"].append(n)
-        digests.append(bytes.fromhex(row["hash"]))
-        if row.get("empty_fields"):
-            empty[k] = tuple(row["empty_fields"])
-    i64 = lambda name: np.asarray(cols[name], dtype=np.int64)  # noqa: E731
-    return SampleIndex(
-        sample_id=i64("sample_id"), unit=i64("unit"), shard=np.asarray(cols["shard"], np.int32),
-        record=i64("record"), token_count=i64("token_count"), file=np.asarray(cols["file"], np.int32),
-        line=i64("line"),
-        digest=np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 32).copy(),
-        files=list(files), empty_fields=empty, row_line=i64("row_line"),
-    )
-
-
-def _row_problem(row) -> Optional[str]:
-    if not isinstance(row, dict):
-        return "row is not a JSON object"
-    for key in _ROW_INTS:
-        value = row.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            return f"{key} must be a non-negative integer, got {value!r}"
-    if not isinstance(row.get("source_file"), str):
-        return "source_file must be a string"
-    digest = row.get("hash")
-    if not isinstance(digest, str) or len(digest) != 64 or not re.fullmatch(r"[0-9a-f]{64}", digest):
-        return f"hash must be 64 lowercase hex digits, got {digest!r}"
-    path = row.get("shard_path")
-    m = _SHARD_PATH.match(path) if isinstance(path, str) else None
-    if m is None:
-        return f"shard_path must look like unit_<size>/shard_NNNNNN.bin, got {path!r}"
-    if int(m.group(1)) != row["unit_size"]:
-        return f"shard_path {path} is not in unit_{row['unit_size']}"
-    if not isinstance(row.get("empty_fields", []), list):
-        return "empty_fields must be a list"
-    return None
 
 
 # --------------------------------------------------------------------------- samples

@@ -26,6 +26,20 @@ CHECKSUMS = "SHA256SUMS"        # sha256 of every data file; manifest.json recor
 _CHECKSUM_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)")
 
 
+class ReaderError(Exception):
+    """The directory is not a readable, consistent mintdim output.
+
+    A record that disagrees with the index or the manifest says where: ``shard`` (the
+    shard path relative to the directory), ``record`` and ``sample_id`` (None when
+    unknown), and the message names what disagrees.
+    """
+
+    def __init__(self, message: str, *, shard: Optional[str] = None, record: Optional[int] = None,
+                 sample_id: Optional[int] = None):
+        super().__init__(message)
+        self.shard, self.record, self.sample_id = shard, record, sample_id
+
+
 class RecordBatch(NamedTuple):
     """Consecutive records of one shard, checked, with the samples they hold.
 
