@@ -155,7 +155,7 @@ def build_parser() -> tuple[flags.Parser, dict]:
     _policy_flags(demo)
     parsers = {"build": build, "demo": demo, **consumer_cli.add_subcommands(sub)}
     for command in parsers.values():
-        flags.add_log_level(command)
+        flags.add_log_level(command, subcommand=True)
     return parser, parsers
 
 

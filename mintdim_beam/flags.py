@@ -71,8 +71,10 @@ def version_text() -> str:
     return f"mintdim-beam {__version__} (apache-beam {beam}, Python {platform.python_version()})"
 
 
-def add_log_level(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-level", default="ERROR", metavar="LEVEL",
+def add_log_level(parser: argparse.ArgumentParser, subcommand: bool = False) -> None:
+    """``--log-level``, before or after the subcommand. A subcommand's copy has no default
+    of its own: argparse would let it replace the value given before the subcommand."""
+    parser.add_argument("--log-level", default=argparse.SUPPRESS if subcommand else "ERROR", metavar="LEVEL",
                         help="Python logging level for Beam and the build: DEBUG, INFO, WARNING, ERROR "
                              "(default: ERROR)")
 

@@ -302,3 +302,12 @@ def test_usage_errors_exit_64_from_the_installed_command(job_dir, tok):
                                             "did you mean --on-overflow?")
     assert "WARNING" not in done.stderr and not (job_dir / "out").exists()
 
+
+
+def test_log_level_before_or_after_the_command():
+    from mintdim_beam.cli import build_parser
+
+    parser, _ = build_parser()
+    assert parser.parse_known_args(["--log-level", "INFO", "verify", "d"])[0].log_level == "INFO"
+    assert parser.parse_known_args(["verify", "d", "--log-level", "DEBUG"])[0].log_level == "DEBUG"
+    assert parser.parse_known_args(["verify", "d"])[0].log_level == "ERROR"
