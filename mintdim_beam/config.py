@@ -13,6 +13,7 @@ import difflib
 import os
 import posixpath
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -134,6 +135,14 @@ class OutputSpec:
     sequence_template: tuple[str, ...]
     sizes: tuple[int, ...]
     samples_per_shard: int
+    #: This build's id: it claims the directory (``claims.py``) and names its staging
+    #: area, ``.mintdim-staging/<run_id>/``. Never part of an output's bytes.
+    run_id: str = ""
+
+
+def new_run_id() -> str:
+    """A build's run id: random, so two builds (even of one job) never share one."""
+    return uuid.uuid4().hex[:16]
 
 
 @dataclass(frozen=True)
@@ -151,6 +160,11 @@ class BuildConfig:
 
     def files_of(self, output: OutputSpec) -> list[FileSpec]:
         return [self.files[i] for i in output.files]
+
+    @property
+    def run_id(self) -> str:
+        """The build's run id (every output carries the same one)."""
+        return self.outputs[0].run_id if self.outputs else ""
 
 
 def _is_int(value) -> bool:
@@ -302,6 +316,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
         )
 
     outputs = []
+    run_id = new_run_id()
     for o, out_path in enumerate(out_paths):
         members = [f for f in file_specs if f.output == o]
         first = members[0]
@@ -324,6 +339,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
                 sequence_template=first.sequence_template,
                 sizes=first.sizes,
                 samples_per_shard=first.samples_per_shard,
+                run_id=run_id,
             )
         )
     check_block_size(block_size)

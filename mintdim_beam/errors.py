@@ -44,6 +44,7 @@ __all__ = [
     "UnitValidationError",
     "UnitOverflowError",
     "OutputValidationError",
+    "OutputClaimedError",
     "TokenDTypeCapacityError",
     "SamplesPerShardError",
     "StorageAccessError",
@@ -242,6 +243,8 @@ class MintDimFileNotFoundError(MintDimError):
     which argument to fix.
     """
 
+    _variant_kinds = ("not_a_file",)
+
     def __init__(self, context: str, path: str) -> None:
         facts = _facts(context=context, path=path)
         english, vietnamese = self._render(
@@ -252,6 +255,23 @@ class MintDimFileNotFoundError(MintDimError):
             ],
         )
         super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def not_a_file(cls, context: str, path: str, found: str) -> "MintDimFileNotFoundError":
+        """The path exists but is no readable regular file: ``found`` is a key of
+        ``messages.FILE_KINDS`` (directory, fifo, char_device, ...). A FIFO would block
+        the build's first read forever, so it is refused before any work."""
+        facts = _facts(kind="not_a_file", context=context, path=path, found=found)
+        what = M.FILE_KINDS.get(facts["found"], M.FILE_KINDS["other"])
+        english, vietnamese = cls._render(
+            M.FILE_NOT_REGULAR,
+            [
+                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                M.labeled(M.FILE_NOT_REGULAR_PATH, facts["path"]),
+                M.labeled(M.FILE_NOT_REGULAR_FOUND, what.en, what.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
 
 
 # ---------------------------------------------------------------------------
@@ -569,7 +589,41 @@ class OutputMappingError(_FileCountMappingError):
 
     _text = M.MAPPINGS["OutputMappingError"]
     _main_kind = "count"
-    _variant_kinds = ("inconsistent",)
+    _variant_kinds = ("inconsistent", "overlap", "holds_input")
+
+    @classmethod
+    def overlap(cls, directory: str, other: str, relation: str, resolved: str) -> "OutputMappingError":
+        """Two outputs are one directory (``relation="same"``, through a symlink or a
+        different spelling) or ``other`` lies inside ``directory`` (``"inside"``);
+        ``resolved`` is where they meet after resolving links."""
+        facts = _facts(kind="overlap", directory=directory, other=other, relation=relation, resolved=resolved)
+        text = M.OUTPUT_OVERLAP_RELATIONS[facts["relation"]]
+        english, vietnamese = cls._render(
+            M.OUTPUT_OVERLAP,
+            [
+                M.labeled(M.DIRECTORY, facts["directory"]),
+                M.labeled(M.OUTPUT_OVERLAPS_WITH, facts["other"]),
+                M.labeled(M.PROBLEM, text.en.format(resolved=facts["resolved"]),
+                          text.vi.format(resolved=facts["resolved"])),
+                M.labeled(M.FIX, M.OUTPUT_OVERLAP_FIX.en, M.OUTPUT_OVERLAP_FIX.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+    @classmethod
+    def holds_input(cls, directory: str, context: str, path: str) -> "OutputMappingError":
+        """An input (``context="source"``) or tokenizer file lies inside an output directory."""
+        facts = _facts(kind="holds_input", directory=directory, context=context, path=path)
+        english, vietnamese = cls._render(
+            M.OUTPUT_HOLDS_INPUT,
+            [
+                M.labeled(M.DIRECTORY, facts["directory"]),
+                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                M.labeled(M.FILE, facts["path"]),
+                M.labeled(M.FIX, M.OUTPUT_HOLDS_INPUT_FIX.en, M.OUTPUT_HOLDS_INPUT_FIX.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
 
     @classmethod
     def inconsistent(
@@ -791,13 +845,62 @@ class UnitOverflowError(MintDimError):
 
 
 class OutputValidationError(MintDimError):
-    """The output directory already holds files; MintDim never writes over earlier output."""
+    """The output directory already holds files; MintDim never writes over earlier output.
+
+    ``unusable(directory, reason, detail)``: the directory cannot be an output at all
+    (``reason``: ``dangling_link``, ``not_directory`` or ``not_writable``).
+    """
+
+    _variant_kinds = ("unusable",)
 
     def __init__(self, directory: str) -> None:
         facts = _facts(directory=directory)
         english, vietnamese = self._render(
             M.OUTPUT_NOT_EMPTY,
             [M.labeled(M.DIRECTORY, facts["directory"]), M.OUTPUT_USE_NEW],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def unusable(cls, directory: str, reason: str, detail: str) -> "OutputValidationError":
+        facts = _facts(kind="unusable", directory=directory, reason=reason, detail=detail)
+        problem, fix = M.OUTPUT_UNUSABLE_REASONS[facts["reason"]]
+        english, vietnamese = cls._render(
+            M.OUTPUT_UNUSABLE,
+            [
+                M.labeled(M.DIRECTORY, facts["directory"]),
+                M.labeled(M.PROBLEM, problem.en.format(detail=facts["detail"]),
+                          problem.vi.format(detail=facts["detail"])),
+                M.labeled(M.FIX, fix.en, fix.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+
+class OutputClaimedError(MintDimError):
+    """Another build claimed the output directory: one directory belongs to one build.
+
+    ``owner``, ``host``, ``pid`` and ``started_at`` come from that build's claim;
+    ``status`` says what is known of it: ``running`` or ``gone`` (a process on this
+    host), ``unknown`` (another host) or ``replaced`` (it overwrote this build's claim on
+    an object store). A claim is never taken over: the text says how to recover.
+    """
+
+    def __init__(self, directory: str, owner: str, host: str, pid: int, started_at: str,
+                 status: str) -> None:
+        facts = _facts(directory=directory, owner=owner, host=host, pid=pid, started_at=started_at,
+                       status=status)
+        status_text = M.OUTPUT_CLAIMED_STATUSES.get(facts["status"], M.OUTPUT_CLAIMED_STATUSES["unknown"])
+        who = {k: facts[k] for k in ("owner", "host", "pid", "started_at")}
+        english, vietnamese = self._render(
+            M.OUTPUT_CLAIMED,
+            [
+                M.labeled(M.DIRECTORY, facts["directory"]),
+                M.labeled(M.OUTPUT_CLAIMED_BY, M.OUTPUT_CLAIMED_OWNER.en.format(**who),
+                          M.OUTPUT_CLAIMED_OWNER.vi.format(**who)),
+                M.labeled(M.OUTPUT_CLAIMED_STATUS, status_text.en, status_text.vi),
+                M.OUTPUT_CLAIMED_RULE,
+            ],
         )
         super().__init__(english, vietnamese, facts)
 

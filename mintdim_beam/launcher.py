@@ -350,7 +350,7 @@ def _dask_nthreads(address: Optional[str]) -> dict:
 def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:
     """The spec error that finalize recorded for a policy abort, if any."""
     for out in config.outputs:
-        record = storage.join(layout.staging_dir(out.path), layout.ERROR_RECORD)
+        record = storage.join(layout.staging_dir(out), layout.ERROR_RECORD)
         if storage.exists(record):
             return errors.error_from_dict(json.loads(storage.read_bytes(record)))
     return None
@@ -489,10 +489,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     digests = None
     current: dict = {}
     if skip_unchanged:
-        for f in config.files:
-            for path, what in ((f.path, "source"), (f.tokenizer.path, "tokenizer")):
-                if not storage.exists(path):
-                    raise errors.MintDimFileNotFoundError(context=what, path=path)
+        preflight.check_inputs(config)   # before hashing them: a FIFO would block for good
         digests = hash_inputs(config)
         current = {out.path: publish.fingerprint(config, out, digests.files)["id"] for out in config.outputs}
         latest = {root: publish.latest_fingerprint(root) for root in roots}

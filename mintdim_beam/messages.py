@@ -123,6 +123,20 @@ PIPELINE_INVALID = Text(
 FILE_NOT_FOUND = Text("Required file was not found.", "Không tìm thấy file cần dùng.")
 FILE_NOT_FOUND_CONTEXT = Text("Context:", "Ngữ cảnh:")
 FILE_NOT_FOUND_PATH = Text("Missing file:", "File thiếu:")
+FILE_NOT_REGULAR = Text("Required path is not a regular file.", "Đường dẫn cần dùng không phải là file thường.")
+FILE_NOT_REGULAR_PATH = Text("Path:", "Đường dẫn:")
+FILE_NOT_REGULAR_FOUND = Text("Found:", "Tìm thấy:")
+#: What a path that is not a readable regular file turned out to be (``MintDimFileNotFoundError.not_a_file``).
+FILE_KINDS = {
+    "directory": Text("a directory", "một thư mục"),
+    "fifo": Text("a named pipe (FIFO): reading it would wait forever",
+                 "một named pipe (FIFO): đọc nó sẽ chờ mãi mãi"),
+    "char_device": Text("a character device", "một thiết bị ký tự"),
+    "block_device": Text("a block device", "một thiết bị khối"),
+    "socket": Text("a socket", "một socket"),
+    "unreadable": Text("a file this user cannot read", "một file mà người dùng này không đọc được"),
+    "other": Text("not a regular file", "không phải file thường"),
+}
 
 # ---------------------------------------------------------------------------
 # SourceParseError / SampleSchemaError
@@ -428,6 +442,81 @@ OUTPUT_NOT_EMPTY = Text(
     "Thư mục output đã tồn tại và không rỗng.",
 )
 OUTPUT_USE_NEW = Text("Use a new output directory.", "Hãy dùng thư mục output mới.")
+
+OUTPUT_UNUSABLE = Text("Output directory cannot be used.", "Không dùng được thư mục output.")
+#: Why (``OutputValidationError.unusable``): the problem, then the fix.
+OUTPUT_UNUSABLE_REASONS = {
+    "dangling_link": (
+        Text("it is a symbolic link to a missing target: {detail}",
+             "đây là symbolic link trỏ tới đích không tồn tại: {detail}"),
+        Text("remove the link or create its target directory.",
+             "hãy xoá link hoặc tạo thư mục đích của nó."),
+    ),
+    "not_directory": (
+        Text("it exists and is not a directory: {detail}", "đường dẫn đã tồn tại và không phải thư mục: {detail}"),
+        Text("choose another output directory.", "hãy chọn thư mục output khác."),
+    ),
+    "not_writable": (
+        Text("this user cannot create or write it: {detail}", "người dùng này không tạo hoặc ghi được: {detail}"),
+        Text("choose a directory you can write, or fix its permissions.",
+             "hãy chọn thư mục có quyền ghi, hoặc sửa quyền của thư mục."),
+    ),
+}
+
+OUTPUT_OVERLAP = Text(
+    "Output directories must not overlap.",
+    "Các thư mục output không được chồng lên nhau.",
+)
+OUTPUT_OVERLAPS_WITH = Text("Overlaps with:", "Chồng lên:")
+OUTPUT_OVERLAP_RELATIONS = {
+    "same": Text("both paths are the same directory: {resolved}",
+                 "hai đường dẫn là cùng một thư mục: {resolved}"),
+    "inside": Text("the second directory is inside the first ({resolved})",
+                   "thư mục thứ hai nằm bên trong thư mục thứ nhất ({resolved})"),
+}
+OUTPUT_OVERLAP_FIX = Text(
+    "give each output a directory of its own, none inside another; to share one output, "
+    "list the same path.",
+    "hãy dùng cho mỗi output một thư mục riêng, không thư mục nào nằm trong thư mục khác; muốn "
+    "dùng chung một output thì ghi cùng một đường dẫn.",
+)
+OUTPUT_HOLDS_INPUT = Text(
+    "An output directory must not hold the build's own input or tokenizer files.",
+    "Thư mục output không được chứa file đầu vào hoặc file tokenizer của chính build.",
+)
+OUTPUT_HOLDS_INPUT_FIX = Text(
+    "move the file out of the output directory, or choose another output directory.",
+    "hãy chuyển file ra khỏi thư mục output, hoặc chọn thư mục output khác.",
+)
+
+OUTPUT_CLAIMED = Text(
+    "Output directory belongs to another build.",
+    "Thư mục output thuộc về một build khác.",
+)
+OUTPUT_CLAIMED_BY = Text("Claimed by:", "Được giữ bởi:")
+OUTPUT_CLAIMED_OWNER = Text(
+    "build {owner} (host {host}, process {pid}, started {started_at})",
+    "build {owner} (máy {host}, tiến trình {pid}, bắt đầu lúc {started_at})",
+)
+OUTPUT_CLAIMED_STATUS = Text("Status:", "Trạng thái:")
+OUTPUT_CLAIMED_STATUSES = {
+    "running": Text("that process is still running on this host",
+                    "tiến trình đó vẫn đang chạy trên máy này"),
+    "gone": Text("that process is no longer running on this host: the build was killed or crashed",
+                 "tiến trình đó không còn chạy trên máy này: build đã bị dừng hoặc bị lỗi"),
+    "unknown": Text("it may still be running (it was started on another host)",
+                    "build đó có thể vẫn đang chạy (nó được chạy trên máy khác)"),
+    "replaced": Text("it replaced this build's claim (object stores cannot claim a directory atomically)",
+                     "build đó đã thay claim của build này (object store không claim thư mục một cách nguyên tử được)"),
+}
+OUTPUT_CLAIMED_RULE = Text(
+    "One output directory belongs to one build. If that build is still running, wait for it or "
+    "use another directory. If it was stopped or failed (UNIT_BUILD_FAILED.md in its units), "
+    "nothing in the directory can be trusted: delete the directory and build again.",
+    "Mỗi thư mục output chỉ thuộc về một build. Nếu build đó vẫn đang chạy, hãy chờ nó xong hoặc "
+    "dùng thư mục khác. Nếu build đó đã bị dừng hoặc thất bại (có UNIT_BUILD_FAILED.md trong các "
+    "unit), không thể tin dữ liệu trong thư mục: hãy xoá thư mục rồi build lại.",
+)
 
 # ---------------------------------------------------------------------------
 # TokenDTypeCapacityError

@@ -1,20 +1,27 @@
 """Launcher-side checks that touch storage, run before the Beam pipeline is built.
 
-``config.resolve`` has already checked the job's structure. Here: every source and
-tokenizer file exists, tokenizers load and expose unk/pad ids, files sharing an output
-use the same tokenizer bytes, output directories are new or empty, and the template
-literals are encoded once to apply the Tier-1 UNK policy (spec, "UNK handling").
+``config.resolve`` has already checked the job's structure. Here, before anything is
+written: every source and tokenizer file exists and is a readable regular file (a FIFO
+would block the first read forever), output directories neither are one directory
+under two names nor lie inside one another (paths compared once symbolic links are
+resolved), no input or tokenizer lies inside an output, each output can be created and
+written; tokenizers load and expose unk/pad ids, files sharing an output use the same
+tokenizer bytes, output directories are new or empty, and the template literals are
+encoded once to apply the Tier-1 UNK policy (spec, "UNK handling"). Last, every output
+is claimed for this build (``claims.py``), so a second build into it stops here.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
-from . import errors, storage
-from .config import BuildConfig
+from . import claims, errors, storage
+from .config import BuildConfig, normalize_dir
 from .tokenizers import Tokenizer, load_tokenizer
 
 
@@ -41,15 +48,15 @@ def _ask_continue(prompt: str) -> bool:
 
 def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
           interactive: Optional[bool] = None) -> Preflight:
-    """Run every launch-time check; raise the spec's error for the first failure."""
-    for spec in config.files:
-        if not storage.exists(spec.path):
-            raise errors.MintDimFileNotFoundError(context="source", path=spec.path)
+    """Run every launch-time check; raise the spec's error for the first failure.
+
+    On success every output directory exists and is claimed for this build
+    (``config.run_id``); on failure nothing was written.
+    """
+    check_paths(config)
     loaded: dict = {}
     digests: dict = {}
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
-        if not storage.exists(spec.path):
-            raise errors.MintDimFileNotFoundError(context="tokenizer", path=spec.path)
         data = storage.read_bytes(spec.path)
         loaded[spec] = load_tokenizer(spec.kind, spec.path, data)
         digests[spec] = hashlib.sha256(data).hexdigest()
@@ -60,13 +67,128 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
             if digests[other.tokenizer] != digests[members[0].tokenizer]:
                 raise errors.OutputMappingError.inconsistent(
                     directory=out.path, files=[members[0].path, other.path], differs="tokenizer")
-        if not storage.is_missing_or_empty(out.path):
-            raise errors.OutputValidationError(directory=out.path)
+        _check_empty(out.path)
 
     literal_unk = template_unk(config, loaded)
     if literal_unk:
         _apply_template_unk_policy(config, literal_unk, ask, interactive)
+    claim_outputs(config)
     return Preflight(loaded, digests, literal_unk)
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def check_paths(config: BuildConfig) -> None:
+    """Inputs, tokenizers and outputs, before any work (see the module docstring)."""
+    check_inputs(config)
+    outputs = [(out.path, resolved(out.path)) for out in config.outputs]
+    for i, (path_a, key_a) in enumerate(outputs):
+        for path_b, key_b in outputs[i + 1:]:
+            for (outer, outer_key), (inner, inner_key) in (((path_a, key_a), (path_b, key_b)),
+                                                           ((path_b, key_b), (path_a, key_a))):
+                if inner_key == outer_key:
+                    raise errors.OutputMappingError.overlap(outer, inner, "same", outer_key)
+                if _inside(inner_key, outer_key):
+                    raise errors.OutputMappingError.overlap(outer, inner, "inside", inner_key)
+    inputs = [("source", f.path) for f in config.files]
+    inputs += [("tokenizer", t.path) for t in dict.fromkeys(f.tokenizer for f in config.files)]
+    for context, path in inputs:
+        key = resolved(path)
+        for out_path, out_key in outputs:
+            if _inside(key, out_key):
+                raise errors.OutputMappingError.holds_input(out_path, context, path)
+    for out in config.outputs:
+        _check_output_usable(out.path)
+
+
+def check_inputs(config: BuildConfig) -> None:
+    """Every input and tokenizer file exists and, locally, is a readable regular file."""
+    for spec in config.files:
+        _check_input("source", spec.path)
+    for spec in dict.fromkeys(f.tokenizer for f in config.files):
+        _check_input("tokenizer", spec.path)
+
+
+def resolved(path: str) -> str:
+    """Where a path really is: symbolic links resolved locally; object keys normalised."""
+    if storage.is_local(path):
+        return os.path.realpath(path)
+    return normalize_dir(path)
+
+
+def _inside(path: str, directory: str) -> bool:
+    sep = os.sep if storage.is_local(directory) else "/"
+    return path.startswith(directory.rstrip(sep) + sep)
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char_device"),
+               (stat.S_ISBLK, "block_device"), (stat.S_ISSOCK, "socket"))
+
+
+def _check_input(context: str, path: str) -> None:
+    """An input or tokenizer: exists, and locally is a regular file this user can read."""
+    if not storage.is_local(path):
+        if not storage.exists(path):
+            raise errors.MintDimFileNotFoundError(context=context, path=path)
+        return
+    try:
+        mode = os.stat(path).st_mode   # follows links: a link to a regular file is one
+    except FileNotFoundError:
+        raise errors.MintDimFileNotFoundError(context=context, path=path) from None
+    except OSError:                    # a dangling link's loop, a component that is a file, ...
+        raise errors.MintDimFileNotFoundError(context=context, path=path) from None
+    if not stat.S_ISREG(mode):
+        found = next((name for test, name in _FILE_KINDS if test(mode)), "other")
+        raise errors.MintDimFileNotFoundError.not_a_file(context, path, found)
+    if not os.access(path, os.R_OK):
+        raise errors.MintDimFileNotFoundError.not_a_file(context, path, "unreadable")
+
+
+def _check_output_usable(path: str) -> None:
+    """A local output: not a dangling link, not a file, and creatable or writable."""
+    if not storage.is_local(path):
+        return
+    if os.path.islink(path) and not os.path.exists(path):
+        raise errors.OutputValidationError.unusable(path, "dangling_link", os.readlink(path))
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise errors.OutputValidationError.unusable(path, "not_directory", existing)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise errors.OutputValidationError.unusable(path, "not_writable", f"{existing} is not writable")
+
+
+def _check_empty(path: str) -> None:
+    found = claims.read(path)
+    if found is not None:
+        raise claims.claimed_error(path, found)
+    if not storage.is_missing_or_empty(path):
+        raise errors.OutputValidationError(directory=path)
+
+
+def claim_outputs(config: BuildConfig) -> None:
+    """Claim every output for this build, or none: a failed claim releases the others."""
+    done = []
+    try:
+        for out in config.outputs:
+            created = storage.is_local(out.path) and not os.path.lexists(out.path)
+            claims.claim(out.path, out.run_id)
+            done.append((out, created))
+    except BaseException:
+        for out, created in reversed(done):
+            claims.release(out.path, out.run_id)
+            if created:
+                _remove_empty_dirs(out.path)
+        raise
+
+
+def _remove_empty_dirs(path: str) -> None:
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def template_unk(config: BuildConfig, tokenizers: dict) -> dict:

@@ -29,10 +29,11 @@ import hashlib
 import heapq
 import json
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from . import __version__, compose, indexes, layout, storage
+from . import __version__, claims, compose, indexes, layout, storage
 from .config import BuildConfig, OutputSpec, describe_sources
 from .errors import error_from_dict
 from .plan import BuildPlan
@@ -107,14 +108,21 @@ def mark_started(config: BuildConfig, build_info: dict) -> None:
 
 
 def mark_failed(config: BuildConfig, message: str, error: dict | None = None) -> None:
-    """Write ``UNIT_BUILD_FAILED.md`` in every declared unit of every output."""
+    """Write ``UNIT_BUILD_FAILED.md`` in every declared unit of every output it owns.
+
+    An output another build claimed is that build's: a losing build leaves it alone.
+    The claim is released once the markers say what happened: the directory then holds
+    a failed build (``OutputValidationError`` for the next one, as any non-empty
+    directory), while a claim left behind means a build is running or was killed.
+    """
     for out in config.outputs:
-        if storage.exists(storage.join(out.path, "manifest.json")):
+        if storage.exists(storage.join(out.path, "manifest.json")) or claims.claimed_by_other(out.path, out.run_id):
             continue
         _write_markers(out, _failure_text(message))
         if error is not None:
-            storage.write_text(storage.join(layout.staging_dir(out.path), layout.ERROR_RECORD),
+            storage.write_text(storage.join(layout.staging_dir(out), layout.ERROR_RECORD),
                                json.dumps(error, ensure_ascii=False, indent=2) + "\n")
+        claims.release(out.path, out.run_id)
 
 
 def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, dup_results,
@@ -126,12 +134,16 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
     worker already loaded, else each output loads its own. Running it again (a retried
     finalize) gives the same files.
     """
+    # Every output must still be this build's (claims.py) before anything is published:
+    # the build that lost a race on an object store stops here, its staging removed.
+    for out in config.outputs:
+        _check_owned(out)
     if plan.error is not None:
         message = str(error_from_dict(plan.error))
         mark_failed(config, message, plan.error)
         for out in config.outputs:
             for sub in ("blocks", "shards", "parts"):
-                storage.delete_tree(storage.join(layout.staging_dir(out.path), sub))
+                storage.delete_tree(storage.join(layout.staging_dir(out), sub))
             yield {"output": out.path, "error": plan.error}
         return
     for out in config.outputs:
@@ -144,10 +156,11 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     manifest_path = storage.join(out.path, "manifest.json")
     oplan = plan.outputs[out.index]
     shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
-    if storage.exists(manifest_path):
+    if _published_by_this_build(out):
         # Published already (a retried finalize): finish the clean-up it may have missed.
         _remove_markers(out)
-        storage.delete_tree(layout.staging_dir(out.path))
+        _remove_staging(out)
+        claims.release(out.path, out.run_id)
         stats = json.loads(storage.read_bytes(storage.join(out.path, "stats.json")))
         return {"output": out.path, "stats": stats, "shards": shards}
 
@@ -159,7 +172,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     # four times the XCOPA corpus, 2.2 GB were dirty when publishing began, and copying
     # 1.2 GB of index parts on top of them crossed the kernel's threshold, where it
     # holds writers to the disk's pace (docs/decisions.md).
-    storage.delete_tree(layout.spills_dir(out.path))
+    storage.delete_tree(layout.spills_dir(out))
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
     dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
     sums = {}   # path in the output -> sha256 hex: every data file, for SHA256SUMS
@@ -167,7 +180,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     for name in PER_BLOCK_INDEXES + (DUPLICATE_INDEX,):
         if config.index_layout == "parts" and name != DUPLICATE_INDEX:
             sums.update(_publish_parts(out, name, blocks, part_sums))
-            storage.delete_tree(layout.parts_dir(out.path, name))
+            storage.delete_tree(layout.parts_dir(out, name))
             continue
         final = storage.join(out.path, name)
         # The output directory was new or empty when the build began (preflight), and an
@@ -178,19 +191,19 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
             sha = hashlib.sha256()
             if name == DUPLICATE_INDEX:
                 storage.write_bytes(final, _merge_duplicate_parts(
-                    [layout.duplicate_part_path(out.path, t) for t, groups, _ in dups if groups]), sha=sha)
+                    [layout.duplicate_part_path(out, t) for t, groups, _ in dups if groups]), sha=sha)
             else:
-                compose.concatenate(final, [layout.part_path(out.path, name, f, b) for f, b in blocks], sha=sha)
+                compose.concatenate(final, [layout.part_path(out, name, f, b) for f, b in blocks], sha=sha)
             sums[name] = sha.hexdigest()
         else:
             sums[name] = storage.file_digest(final)[1]
-        storage.delete_tree(layout.parts_dir(out.path, name))
+        storage.delete_tree(layout.parts_dir(out, name))
 
     for r in shard_results:
         if r.output == out.index:
             sums[f"unit_{r.unit}/shard_{r.shard:06d}.bin"] = r.sha256
     for unit, shard, _, _ in shards:
-        staged = layout.staged_shard(out.path, unit, shard)
+        staged = layout.staged_shard(out, unit, shard)
         if storage.exists(staged):
             storage.rename(staged, layout.final_shard(out.path, unit, shard))
     for unit in oplan.sizes:
@@ -218,7 +231,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
         storage.write_bytes(storage.join(out.path, name), data)
         sums[name] = hashlib.sha256(data).hexdigest()
     storage.write_text(storage.join(out.path, "build_info.json"),
-                       indexes.dumps_file({**build_info, "output": out.path}))
+                       indexes.dumps_file({**build_info, "output": out.path, "run_id": out.run_id}))
     # SHA256SUMS before manifest.json, which records its checksum: the manifest, written
     # last, vouches for every byte of the dataset (build_info.json aside: it describes
     # the run, differs between runs, and holds no data).
@@ -228,9 +241,11 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     if config.index_layout == "parts":
         found["indexes"] = {"layout": "parts", "parts": {name: len(blocks) for name in PER_BLOCK_INDEXES}}
     found["checksums"] = {"file": layout.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
+    _check_owned(out)   # once more: on an object store a claim can change under a build
     storage.write_text(manifest_path, indexes.dumps_file(found))
     _remove_markers(out)
-    storage.delete_tree(layout.staging_dir(out.path))
+    _remove_staging(out)
+    claims.release(out.path, out.run_id)
     return {"output": out.path, "stats": stats, "shards": shards}
 
 
@@ -245,7 +260,7 @@ def _publish_parts(out: OutputSpec, name: str, blocks: list, part_sums: dict) ->
     """
     def move(numbered):
         number, (f, b) = numbered
-        staged = layout.part_path(out.path, name, f, b)
+        staged = layout.part_path(out, name, f, b)
         if storage.exists(staged):
             storage.rename(staged, layout.published_part(out.path, name, number))
 
@@ -257,6 +272,37 @@ def _publish_parts(out: OutputSpec, name: str, blocks: list, part_sums: dict) ->
 def output_storage(tok, oplan) -> TokenStorage:
     """The output's slots, as the plan decided them for its shards (DESIGN.md §5)."""
     return slot_storage(tok.storage, oplan.largest_unit)
+
+
+def _published_by_this_build(out: OutputSpec) -> bool:
+    """``manifest.json`` is there and this build wrote it (its ``build_info.json`` says so)."""
+    if not storage.exists(storage.join(out.path, "manifest.json")):
+        return False
+    info_path = storage.join(out.path, "build_info.json")
+    info = json.loads(storage.read_bytes(info_path)) if storage.exists(info_path) else {}
+    if info.get("run_id") == out.run_id:
+        return True
+    raise claims.claimed_error(out.path, {"run_id": info.get("run_id", "?")}, status="replaced")
+
+
+def _check_owned(out: OutputSpec) -> None:
+    """Stop unless the output is still this build's; a loser removes its own staging."""
+    try:
+        if not _published_by_this_build(out):
+            claims.check_owned(out.path, out.run_id)
+    except Exception:
+        storage.delete_tree(layout.staging_dir(out))
+        raise
+
+
+def _remove_staging(out: OutputSpec) -> None:
+    """This build's staging area, then the staging root if no other build's is left."""
+    storage.delete_tree(layout.staging_dir(out))
+    if storage.is_local(out.path):
+        try:
+            os.rmdir(layout.staging_root(out.path))
+        except OSError:   # absent, or another build's staging is there
+            pass
 
 
 def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional[dict] = None) -> dict:

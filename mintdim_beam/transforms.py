@@ -58,7 +58,7 @@ from apache_beam.utils.shared import Shared
 
 from . import blocks, errors, indexes, layout, options, storage, storage_access
 from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
-from .config import BuildConfig
+from .config import BuildConfig, OutputSpec
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
 from .records import BlockEncoder
 from .shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
@@ -283,10 +283,10 @@ class _EncodeBlockFn(_StorageDoFn):
         self._bad.inc(len(result.bad))
         out = self._config.outputs[self._config.files[ref.file].output]
         dtype = self._tokenizers[out.tokenizer].storage.numpy_dtype
-        return _spill(out.path, ref, result, self._duplicate_tasks.get(out.index, 1), dtype)
+        return _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype)
 
 
-def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: int,
+def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks: int,
            token_dtype: np.dtype) -> BlockSummary:
     """Write a block's records, metadata and content hashes to staging; return its summary.
 
@@ -295,7 +295,7 @@ def _spill(out_path: str, ref: BlockRef, result: BlockResult, duplicate_tasks: i
     Overflow tokens are spilled in the shards' ``token_dtype``, the type they are
     written in (a quarter of int64's bytes for a vocabulary of up to 65,535 ids).
     """
-    directory = layout.block_dir(out_path, ref.file, ref.block)
+    directory = layout.block_dir(out, ref.file, ref.block)
     unit_counts, unit_tokens = {}, {}
     written = (result.status == OK) | (result.status == OVF_TRUNCATE)
     for unit, records in result.records.items():
@@ -342,12 +342,12 @@ def _write_index_part(config: BuildConfig, bp: BlockPlan) -> PartResult:
     """One block's rows of the four per-sample index files."""
     spec = config.files[bp.file]
     out = config.outputs[bp.output]
-    directory = layout.block_dir(out.path, bp.file, bp.block)
+    directory = layout.block_dir(out, bp.file, bp.block)
     meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
     rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
     sums = []
     for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
-        storage.write_bytes(layout.part_path(out.path, name, bp.file, bp.block), rows[name])
+        storage.write_bytes(layout.part_path(out, name, bp.file, bp.block), rows[name])
         if config.index_layout == "parts":   # published as they are: SHA256SUMS lists each part
             sums.append((name, hashlib.sha256(rows[name]).hexdigest()))
     return PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"],
@@ -401,7 +401,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     for s in task.spills:
-        directory = layout.block_dir(out.path, s.file, s.block)
+        directory = layout.block_dir(out, s.file, s.block)
         start, end = np.frombuffer(storage.read_range(storage.join(directory, "hash_bounds.bin"), task.task * 8, 16),
                                    "<i8").tolist()
         if end > start:
@@ -433,7 +433,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
                 rows["digest"][members[bounds[:-1]]], rows["sample_id"][mine], file_json, file_of[mine],
                 rows["line"][mine], bounds - bounds[0])
 
-    storage.write_bytes(layout.duplicate_part_path(out.path, task.task), rendered())
+    storage.write_bytes(layout.duplicate_part_path(out, task.task), rendered())
     return DuplicatePartResult(task.output, task.task, len(starts) - 1, len(members))
 
 
@@ -506,7 +506,7 @@ class _WriteOutputsFn(_StorageDoFn):
         # The plan decided the output's slots before any shard was written; the
         # encoders laid out declared units for the largest declared unit.
         slots = slot_storage(tok.storage, task.largest_unit)
-        staged = layout.staged_shard(out.path, task.unit, task.shard)
+        staged = layout.staged_shard(out, task.unit, task.shard)
         # The checksum is taken here, on the worker that writes the shard, so that
         # publishing never reads every shard again on one machine.
         sha = hashlib.sha256()
@@ -514,7 +514,7 @@ class _WriteOutputsFn(_StorageDoFn):
             spilled = slot_storage(tok.storage, max(out.sizes))
             record_bytes = record_slots(n, task.unit) * spilled.bytes_per_token
             ranges = [
-                (storage.join(layout.block_dir(out.path, p.file, p.block), f"unit_{task.unit}.bin"),
+                (storage.join(layout.block_dir(out, p.file, p.block), f"unit_{task.unit}.bin"),
                  p.start * record_bytes, p.count * record_bytes)
                 for p in task.pieces]
             if spilled == slots:
@@ -548,7 +548,7 @@ class _WriteOutputsFn(_StorageDoFn):
             records[:, 0] = slots.magic
             records[:, 1:1 + n] = rows
             for r, (file, block, ovf) in enumerate(task.overflow[first:first + per_chunk]):
-                path = storage.join(layout.block_dir(out.path, file, block), "overflow.bin")
+                path = storage.join(layout.block_dir(out, file, block), "overflow.bin")
                 data = np.frombuffer(storage.read_range(path, ovf.token_offset * spilled.itemsize,
                                                         ovf.token_count * spilled.itemsize), spilled)
                 records[r, 1 + n:1 + n + len(data)] = data

@@ -236,7 +236,7 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
         monkeypatch.setattr(publish, "manifest", real_manifest)
         monkeypatch.setattr(storage, "write_ranges", real_write_ranges)
         out = Path(config.outputs[0].path)
-        staging = out / ".mintdim-staging"
+        staging = out / ".mintdim-staging" / config.run_id     # each build stages under its run id
         assert not (staging / "blocks").exists()     # no spill outlives the write stage
         if crash_in == "unk_index":
             assert (out / "sample_index.jsonl").exists() and not (staging / "parts" / "sample_index").exists()
@@ -294,7 +294,7 @@ def test_exception_in_a_worker_leaves_nothing_that_looks_complete(tmp_path, monk
     for unit in (48, 96):
         text = (out / f"unit_{unit}" / "UNIT_BUILD_FAILED.md").read_text()
         assert "RuntimeError: disk full while writing a shard" in text
-    assert (out / ".mintdim-staging" / "blocks").is_dir()      # spills stay in staging
+    assert [p.name for p in (out / ".mintdim-staging").glob("*/blocks")] == ["blocks"]  # spills stay in staging
 
 
 def _slow_job(tmp_path: Path) -> tuple[str, Path]:
@@ -311,7 +311,7 @@ def _start_and_stop(tmp_path: Path, stop) -> tuple[int, Path]:
     proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli", "build", path],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
     deadline = time.monotonic() + 120
-    while not (out / ".mintdim-staging" / "blocks").is_dir():
+    while not any((out / ".mintdim-staging").glob("*/blocks")):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "the build never started spilling blocks"
         time.sleep(0.05)
