@@ -689,6 +689,8 @@ class OutputReader:
 
     def causal_lm(self, units: Optional[Sequence[int]] = None, loss_segments: Optional[Sequence[str]] = None,
                   shift: bool = True, return_tensors: Optional[str] = None) -> "CausalLMDataset":
+        from .training import CausalLMDataset
+
         return CausalLMDataset(self, units=units, loss_segments=loss_segments, shift=shift,
                                return_tensors=return_tensors)
 
@@ -730,5 +732,15 @@ def _read_sums(meta: Metadata) -> dict:
     return parse_checksums(data)[0]
 
 
-# The training view lives in its own module; these names stay importable from here.
-from .training import CausalLMDataset, UnitBatchSampler, causal_lm_arrays, segment_mask  # noqa: E402
+# The training view lives in its own module, which imports this one; its names stay
+# importable from here, resolved on first use (an import at the top of either module
+# would make importing ``training`` first fail half-way).
+_TRAINING_NAMES = ("CausalLMDataset", "UnitBatchSampler", "causal_lm_arrays", "segment_mask")
+
+
+def __getattr__(name):
+    if name in _TRAINING_NAMES:
+        from . import training
+
+        return getattr(training, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
