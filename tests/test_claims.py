@@ -232,10 +232,17 @@ def test_claims_on_an_object_store(s3_remote):
 
     # Another build's claim lands while this one's settles: this one stops.
     out = f"{base}/a"
-    late = threading.Timer(0.3, lambda: storage.write_bytes(f"{out}/.mintdim-claim.json", claim_of("other")))
+
+    def replace_once_written():
+        deadline = time.monotonic() + 30
+        while (claims.read(out) or {}).get("run_id") != "mine" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        storage.write_bytes(f"{out}/.mintdim-claim.json", claim_of("other"))
+
+    late = threading.Thread(target=replace_once_written)
     late.start()
     with pytest.raises(errors.OutputClaimedError) as info:
-        claims.claim(out, "mine", settle=1.5)
+        claims.claim(out, "mine", settle=3.0)
     late.join()
     assert (info.value.owner, info.value.status, info.value.host) == ("other", "replaced", "elsewhere")
     assert "it replaced this build's claim (object stores cannot claim a directory atomically)" in str(info.value)
