@@ -10,12 +10,16 @@ figure is from the page cache: the checks' CPU cost, not the disk's):
   against the same records taken straight from the memory-mapped shards, unchecked;
 * bulk: every record through ``ds.batches(unit)`` (checked a batch at a time), against
   summing the same memory-mapped shards;
-* ``verify`` with and without the sha256 of every file.
+* ``verify`` with and without the sha256 of every file;
+* the sha256 of every shard from memory: what a build spends hashing the shards it
+  writes (on the workers that write them), and ``open_output(..., checksums=True)``
+  on each shard it reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import time
 
 import numpy as np
@@ -80,6 +84,9 @@ def main(argv=None) -> None:
     t_sums = _best(lambda: verify_output(args.dir), 1)
     t_plain = _best(lambda: verify_output(args.dir, checksums=False), 1)
     print(f"verify: {t_sums:.2f} s with checksums, {t_plain:.2f} s with --no-checksums")
+    arrays = [np.ascontiguousarray(ds.shard_records(u, k)) for u in ds.unit_sizes for k in range(ds.shard_count(u))]
+    t_sha = _best(lambda: [hashlib.sha256(a).hexdigest() for a in arrays], args.repeat)
+    print(f"sha256 of every shard: {t_sha:.3f} s ({shard_bytes / 2**20 / t_sha:.0f} MiB/s)")
 
 
 if __name__ == "__main__":
