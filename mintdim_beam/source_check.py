@@ -61,7 +61,9 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
                 claims.add(row["sample_id"], name, line, row.get("source_file"), row.get("source_line"))
                 if row.get("action") == "truncate":
                     truncated.add(row["sample_id"])
-    lines = _lines_by_id(chk, files, claims, {int(index.sample_id[r]) for r in picks.tolist()})
+    built_from = {e.get("path"): e.get("sha256") for e in (meta.manifest.get("fingerprint") or {}).get("inputs") or []
+                  if isinstance(e, dict)}
+    lines = _lines_by_id(chk, files, claims, {int(index.sample_id[r]) for r in picks.tolist()}, built_from)
     if not n:
         return
     try:
@@ -140,15 +142,19 @@ class _LocationClaims:
                 yield sid, name, line
 
 
-def _lines_by_id(chk: _Checker, files: list, claims: _LocationClaims, wanted: set) -> dict:
+def _lines_by_id(chk: _Checker, files: list, claims: _LocationClaims, wanted: set,
+                 built_from: dict) -> dict:
     """One pass over the sources: ``{sample id: (file index, line, text)}`` for the
-    ``wanted`` ids, and a problem for every claim whose location is not its id's line."""
+    ``wanted`` ids, and a problem for every claim whose location is not its id's line,
+    and for a source whose sha256 is not the one ``built_from`` (the manifest's
+    fingerprint: path -> sha256) records."""
     found: dict = {}
     sid = 0
     wrong = 0
     for fi, fname in enumerate(files):
         try:
-            for line_no, raw in _source_lines(fname):
+            sha = hashlib.sha256()
+            for line_no, raw in _source_lines(fname, sha):
                 text = _line_text(raw, line_no == 1)
                 if not text.strip():
                     continue        # a blank line is not a sample
@@ -162,6 +168,11 @@ def _lines_by_id(chk: _Checker, files: list, claims: _LocationClaims, wanted: se
                 if sid in wanted:
                     found[sid] = (fi, line_no, text if isinstance(text, str) else text.decode("utf-8", "replace"))
                 sid += 1
+            want = built_from.get(fname)
+            got = sha.hexdigest() if _plain(fname) else _stored_sha256(fname)
+            if want is not None and got != want:
+                chk.problem(fname, f"sha256 is {got}, the fingerprint in manifest.json records {want}: the source "
+                                   f"changed after the build, so rows that disagree with it may be right")
         except OSError as exc:
             chk.problem(fname, f"cannot read the source file for re-tokenization: {exc}")
             return found            # the ids of the lines after it are unknown
@@ -189,11 +200,24 @@ def _truncate(segments: list, keep: int) -> list:
 _COMPRESSED = (".gz", ".bz2", ".zst", ".zstd", ".xz", ".lzma", ".deflate")
 
 
-def _source_lines(path: str):
+def _plain(path: str) -> bool:
+    return rd.is_local(path) and not path.endswith(_COMPRESSED)
+
+
+def _stored_sha256(path: str) -> str:
+    """The sha256 of a compressed or remote file's stored bytes, as the build's
+    fingerprint takes it."""
+    from .storage import file_digest
+
+    return file_digest(path)[1]
+
+
+def _source_lines(path: str, sha=None):
     """``(line number, bytes)`` of every line of a source file, as the build numbers them
-    (split on ``\n``; a last line without one counts), read in chunks. A compressed or
-    remote file is read through the build's storage layer (which imports Beam)."""
-    if rd.is_local(path) and not path.endswith(_COMPRESSED):
+    (split on ``\n``; a last line without one counts), read in chunks; a plain local
+    file's bytes also go to ``sha``. A compressed or remote file is read through the
+    build's storage layer (which imports Beam)."""
+    if _plain(path):
         f = open(path, "rb")
     else:
         from .storage import open_decompressed
@@ -205,6 +229,8 @@ def _source_lines(path: str):
             chunk = f.read(1 << 20)
             if not chunk:
                 break
+            if sha is not None and _plain(path):
+                sha.update(chunk)
             if b"\n" not in chunk:
                 pending.append(chunk)
                 continue
