@@ -38,8 +38,7 @@ def plan_blocks(config: BuildConfig) -> list[BlockRef]:
     """Split every plain input file into blocks of ``config.block_size`` bytes (at least
     one); a compressed file is one block ``[0, compressed size)``."""
     refs = []
-    for spec in config.files:
-        total = storage.size(spec.path)
+    for spec, total in zip(config.files, storage.sizes([f.path for f in config.files])):
         n = 1 if storage.is_compressed(spec.path) else max(1, -(-total // config.block_size))
         for b in range(n):
             refs.append(BlockRef(spec.index, b, b * config.block_size, min(total, (b + 1) * config.block_size)))

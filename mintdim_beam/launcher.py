@@ -146,7 +146,7 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
     named = flag_names(flags) if flags is not None else set(opts.get_all_options(drop_default=True))
     if any(name in named for name in LOCAL_MODE_FLAGS):
         return
-    processes = default_processes(sum(storage.size(f.path) for f in config.files))
+    processes = default_processes(sum(storage.sizes([f.path for f in config.files])))
     if processes:
         direct = opts.view_as(DirectOptions)
         direct.direct_running_mode = "multi_processing"

@@ -174,6 +174,9 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     # holds writers to the disk's pace (docs/decisions.md).
     storage.delete_tree(layout.spills_dir(out))
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
+    # The parts each block wrote (empty ones are not); a block without a result counts
+    # as having written all, so a missing part fails the copy rather than vanish.
+    written = {(r.file, r.block): r.written for r in part_results if r.output == out.index}
     dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
     sums = {}   # path in the output -> sha256 hex: every data file, for SHA256SUMS
     part_sums = {(r.file, r.block): dict(r.sha256) for r in part_results if r.output == out.index}
@@ -193,7 +196,8 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
                 storage.write_bytes(final, _merge_duplicate_parts(
                     [layout.duplicate_part_path(out, t) for t, groups, _ in dups if groups]), sha=sha)
             else:
-                compose.concatenate(final, [layout.part_path(out, name, f, b) for f, b in blocks], sha=sha)
+                compose.concatenate(final, [layout.part_path(out, name, f, b) for f, b in blocks
+                                            if name in written.get((f, b), PER_BLOCK_INDEXES)], sha=sha)
             sums[name] = sha.hexdigest()
         else:
             sums[name] = storage.file_digest(final)[1]

@@ -127,6 +127,11 @@ class BlockEncoder:
         self._complete(done)
         return done
 
+    def close(self) -> None:
+        """Let the encode pool's threads end (they would otherwise live with the process)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
     def reset(self) -> None:
         """Forget blocks in flight (a failed bundle's), e.g. before a retried bundle."""
         self._inflight = deque()

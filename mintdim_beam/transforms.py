@@ -118,6 +118,11 @@ def encode_pool(kind: str, threads: int) -> int:
     return 0 if threads <= 1 else threads
 
 
+def encoder_key(spec) -> tuple:
+    """What a block encoder depends on in a file's settings (not its path or output)."""
+    return (spec.tokenizer, spec.fields, spec.segments, spec.sizes, spec.build_batch)
+
+
 def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     cache = {}
     for spec in {f.tokenizer for f in config.files}:
@@ -146,6 +151,9 @@ class PartResult:
     samples_with_unk: int
     unk_tokens: int
     sha256: tuple = ()     # (index name, sha256 hex) of each part, with index_layout "parts"
+    #: The index files this block wrote a part of: with index_layout "single", a part
+    #: with no rows is not written (most blocks have no unk, overflow or bad-record rows).
+    written: tuple = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
 
 
 @dataclass(frozen=True)
@@ -234,12 +242,22 @@ class _EncodeBlockFn(_StorageDoFn):
         self.encode_threads = options.encode_threads(self._explicit_threads, self._encode_sharers)
 
     def _encoder(self, file: int) -> BlockEncoder:
-        if file not in self._encoders:
-            spec = self._config.files[file]
-            self._encoders[file] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies,
-                                                encode_threads=encode_pool(spec.tokenizer.kind,
-                                                                           self.encode_threads))
-        return self._encoders[file]
+        """The encoder of a file's settings, shared by every file with the same ones.
+
+        A corpus is often thousands of files with one set of settings: one encoder
+        each would cost its construction (literal tokens, layout tables), its caches
+        and its encode threads per file (5,000 files held 10,000 threads). An
+        encoder's errors name the first file it was built for; the plan names the
+        file of the block that reported the error (``plan._first_error``), and
+        bad-record rows take their file from the plan, so nothing reads that name.
+        """
+        spec = self._config.files[file]
+        key = encoder_key(spec)
+        if key not in self._encoders:
+            self._encoders[key] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies,
+                                               encode_threads=encode_pool(spec.tokenizer.kind,
+                                                                          self.encode_threads))
+        return self._encoders[key]
 
     def start_bundle(self):
         for encoder in self._encoders.values():
@@ -277,6 +295,10 @@ class _EncodeBlockFn(_StorageDoFn):
         for encoder in self._encoders.values():
             for done, result in encoder.drain():
                 yield WindowedValue(self._spill(done, result), MIN_TIMESTAMP, [GlobalWindow()])
+
+    def teardown(self):
+        for encoder in getattr(self, "_encoders", {}).values():
+            encoder.close()
 
     def _spill(self, ref: BlockRef, result: BlockResult) -> BlockSummary:
         self._samples.inc(result.n_samples)
@@ -325,9 +347,13 @@ def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks:
     over = int(np.isin(result.status, (2, 3, 4)).sum())
     hashes = _sorted_hashes(result)
     if len(hashes):
-        storage.write_bytes(storage.join(directory, "hashes.bin"), storage.byte_view(hashes))
-        storage.write_bytes(storage.join(directory, "hash_bounds.bin"),
-                            _range_bounds(hashes, duplicate_tasks).astype("<i8").tobytes())
+        # One file, the bounds first: a small file's block would otherwise write two
+        # files where one does (on a corpus of many small files, opening files is most
+        # of the cost of a block).
+        bounds = _range_bounds(hashes, duplicate_tasks).astype("<i8")
+        storage.write_bytes(storage.join(directory, "hashes.bin"),
+                            [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
+                             storage.byte_view(hashes)])
     return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
                         overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0)
 
@@ -346,12 +372,15 @@ def _write_index_part(config: BuildConfig, bp: BlockPlan) -> PartResult:
     meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
     rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
     sums = []
-    for name in ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl"):
+    written = PartResult.written
+    if config.index_layout != "parts":   # concatenated by finalize, which skips the parts not written
+        written = tuple(name for name in written if len(rows[name]))
+    for name in written:
         storage.write_bytes(layout.part_path(out, name, bp.file, bp.block), rows[name])
         if config.index_layout == "parts":   # published as they are: SHA256SUMS lists each part
             sums.append((name, hashlib.sha256(rows[name]).hexdigest()))
     return PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"],
-                      tuple(sums))
+                      tuple(sums), written)
 
 
 def _sorted_hashes(result: BlockResult) -> np.ndarray:
@@ -401,18 +430,21 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     for s in task.spills:
-        directory = layout.block_dir(out, s.file, s.block)
-        start, end = np.frombuffer(storage.read_range(storage.join(directory, "hash_bounds.bin"), task.task * 8, 16),
-                                   "<i8").tolist()
-        if end > start:
-            slices.append((s, directory, start, end - start))
-    rows = np.zeros(sum(count for *_, count in slices), HASH_ROW)
+        # hashes.bin: the number of bounds, the bounds, then the rows (see _spill).
+        with storage.open_read(storage.join(layout.block_dir(out, s.file, s.block), "hashes.bin")) as f:
+            n = int(np.frombuffer(f.read(8), "<i8")[0])
+            f.seek(8 + task.task * 8)
+            start, end = np.frombuffer(f.read(16), "<i8").tolist()
+            if end > start:
+                f.seek(8 + n * 8 + start * HASH_ROW.itemsize)
+                slices.append((s, np.frombuffer(f.read((end - start) * HASH_ROW.itemsize), HASH_ROW)))
+    rows = np.zeros(sum(len(data) for _, data in slices), HASH_ROW)
     file_of = np.zeros(len(rows), np.int32)
     at = 0
-    for s, directory, start, count in slices:
+    for s, data in slices:
+        count = len(data)
         mine = rows[at:at + count]
-        mine[:] = np.frombuffer(storage.read_range(storage.join(directory, "hashes.bin"), start * HASH_ROW.itemsize,
-                                                   count * HASH_ROW.itemsize), HASH_ROW)
+        mine[:] = data
         mine["sample_id"] += s.sample_offset
         mine["line"] += s.line_offset
         file_of[at:at + count] = s.file

@@ -146,3 +146,61 @@ def test_pattern_on_s3(s3_remote, tmp_path):
 
 
 from test_remote_storage import s3_remote  # noqa: E402,F401  (the moto fixture)
+
+
+def _drop(row: dict, *names) -> dict:
+    return {k: v for k, v in row.items() if k not in names}
+
+
+def test_many_small_files_keep_threads_bounded(tmp_path):
+    """1,200 files of three lines, named by one pattern: the process's thread count
+    stays bounded (an encoder, hence its encode threads, per set of settings, not per
+    file), and the output is the one-file build's, file names and line numbers aside."""
+    import threading
+
+    import psutil
+
+    rows = _rows(5, 3600)
+    rows[100] = dict(rows[7])                           # a duplicate across files
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for k in range(1200):
+        write_jsonl(parts / f"part-{k:05d}.jsonl", rows[3 * k:3 * k + 3])
+    one = write_jsonl(tmp_path / "one.jsonl", rows)
+    template = ["{instruction}\n{input}\n{output}"]
+    run_pipeline(**_job([one], template, str(tmp_path / "one"), [[32, 64]], build_batch=[64]))
+
+    peak, done = [0], threading.Event()
+
+    def sample():
+        me = psutil.Process()
+        while not done.is_set():
+            peak[0] = max(peak[0], me.num_threads())
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        run_pipeline(**_job([str(parts / "part-*.jsonl")], template, str(tmp_path / "many"), [[32, 64]],
+                            build_batch=[64]))
+    finally:
+        done.set()
+        sampler.join()
+    assert peak[0] < 100, f"{peak[0]} threads at peak"
+
+    one_dir, many_dir = tmp_path / "one", tmp_path / "many"
+    for name in ("stats.json", "histogram.json", "length_field.json"):
+        assert (many_dir / name).read_bytes() == (one_dir / name).read_bytes(), name
+    shards = sorted(p.relative_to(one_dir).as_posix() for p in one_dir.glob("unit_*/*.bin"))
+    assert shards and shards == sorted(p.relative_to(many_dir).as_posix() for p in many_dir.glob("unit_*/*.bin"))
+    for name in shards:
+        assert (many_dir / name).read_bytes() == (one_dir / name).read_bytes(), name
+    a = read_jsonl(one_dir / "sample_index.jsonl")
+    b = read_jsonl(many_dir / "sample_index.jsonl")
+    assert [_drop(r, "source_file", "source_line") for r in b] == [_drop(r, "source_file", "source_line") for r in a]
+    assert [(r["source_file"], r["source_line"]) for r in b] == [
+        (str(parts / f"part-{(r['source_line'] - 1) // 3:05d}.jsonl"),
+         (r["source_line"] - 1) % 3 + 1) for r in a]
+    groups = read_jsonl(many_dir / "duplicate_index.jsonl")
+    assert groups and [[m["sample_id"] for m in g["samples"]] for g in groups] == [
+        [m["sample_id"] for m in g["samples"]] for g in read_jsonl(one_dir / "duplicate_index.jsonl")]
