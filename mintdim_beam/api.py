@@ -103,21 +103,22 @@ class UnitBuildJob:
 
     def run(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
             runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print, accelerators=True,
-            index_layout="file"):
+            index_layout="file", quiet=False):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
         ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``
         encodes with the tokenizer libraries' public APIs alone (``mintdim_beam.accel``;
         same output, more CPU). ``index_layout="parts"`` publishes each per-block index as
         its blocks' parts (``sample_index/part-NNNNN.jsonl``, ...) instead of one file:
-        nothing to concatenate at finalize; readers take either. Raises the spec's
-        error class when validation fails or a policy aborts the build. Returns a
+        nothing to concatenate at finalize; readers take either. ``quiet=True``: no
+        progress display on stderr (``echo`` still gets the result lines). Raises the
+        spec's error class when validation fails or a policy aborts the build. Returns a
         ``BuildResult``.
         """
         config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout)
         from .launcher import launch  # Beam is imported only when a build runs
 
-        return launch(config, runner=runner, options=options, echo=echo)
+        return launch(config, runner=runner, options=options, echo=echo, quiet=quiet)
 
 
 def pipeline(name: str) -> UnitBuildJob:

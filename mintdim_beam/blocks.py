@@ -40,8 +40,9 @@ def plan_blocks(config: BuildConfig) -> list[BlockRef]:
     refs = []
     for spec, total in zip(config.files, storage.sizes([f.path for f in config.files])):
         n = 1 if storage.is_compressed(spec.path) else max(1, -(-total // config.block_size))
-        for b in range(n):
-            refs.append(BlockRef(spec.index, b, b * config.block_size, min(total, (b + 1) * config.block_size)))
+        for b in range(n):   # the last block ends at the file's end (a compressed one's only block too)
+            refs.append(BlockRef(spec.index, b, b * config.block_size,
+                                 total if b == n - 1 else (b + 1) * config.block_size))
     return refs
 
 

@@ -18,6 +18,9 @@ published. --skip-unchanged hashes the inputs first and builds nothing (exit 0) 
 every root's latest build has the same fingerprint, which is what a nightly cron entry
 wants. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
 say so (exit 130). Exit codes: flags.EXIT_CODES_HELP.
+
+A build shows its progress on stderr (one redrawn line on a terminal, a line every 10 s
+otherwise) and closes with a summary line; --quiet turns the progress off.
 """
 
 from __future__ import annotations
@@ -70,12 +73,12 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
 
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
-                                 build_id=getattr(args, "build_id", None))
+                                 build_id=getattr(args, "build_id", None), quiet=args.quiet)
         if found.skipped:
             return 0
         result = found.result
     else:
-        result = launch(config, options=list(beam_args))
+        result = launch(config, options=list(beam_args), quiet=args.quiet)
     for out in result.outputs:
         s = out.stats
         print(f"[unit-build] done output={out.path} samples={s['total_samples']} tokens={s['total_tokens']} "
@@ -109,6 +112,8 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress display on stderr (the result lines still print)")
 
 
 def _int_or_text(value: str):

@@ -31,7 +31,8 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from . import __version__, blocks, errors, layout, patterns, preflight, publish, storage, storage_access
+from . import __version__, blocks, build_progress, errors, layout, patterns, preflight, progress, publish, storage
+from . import storage_access
 from .config import BuildConfig, check_build_id
 from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
@@ -75,6 +76,9 @@ class BuildResult:
 
     outputs: tuple
     build_info: dict = field(default_factory=dict)
+    #: The runner's ``mintdim`` counters (bytes_read, blocks_done, samples, tokens,
+    #: ...), when it reports metrics.
+    counters: dict = field(default_factory=dict)
 
     @property
     def output_dirs(self) -> list[str]:
@@ -196,13 +200,14 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
 
 
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-           echo=print, input_digests=None) -> BuildResult:
+           echo=print, input_digests=None, quiet: bool = False) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
 
     ``options``: a list of Beam flags or a ``PipelineOptions``. ``input_digests``: the
     input files already hashed (a versioned build that checked for changes). Otherwise
     a local build hashes them on a thread while the pipeline is prepared, and other
-    runners hash them in a pipeline step alongside the build.
+    runners hash them in a pipeline step alongside the build. ``quiet``: no progress
+    display on stderr (``progress``); the result lines still go to ``echo``.
     """
     flags = list(options) if isinstance(options, (list, tuple)) else None
     opts = make_options(options)
@@ -241,8 +246,10 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     for out in config.outputs:
         storage.mkdirs(out.path)
     mark_started(config, build_info)
+    shown = build_progress.for_build(config, runner_name, quiet, started)
     try:
-        _run_pipeline(config, runner_obj, opts, build_info, input_digests)
+        with shown.context:
+            counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters)
     except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
         raise _build_error(config, exc) from None
     finally:
@@ -251,15 +258,22 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     recorded = _recorded_error(config)
     if recorded is not None:
         raise recorded
-    result = collect(config, build_info)
+    result = dataclasses.replace(collect(config, build_info), counters=counters)
     for line in shard_lines(result):
         echo(line)
+    if counters and not build_progress.is_local(runner_name):
+        echo(progress.counters_line(counters))
+    echo(progress.summary_line(
+        time.time() - started, counters.get("bytes_read", 0), sum(o.stats["total_tokens"] for o in result.outputs),
+        sum(build_progress.output_bytes(o.path, sum(s.bytes for s in o.shards)) for o in result.outputs)))
     return result
 
 
 def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
-                  input_digests) -> None:
-    """Run the build to completion; close what the runner opened.
+                  input_digests, on_counters=None) -> dict:
+    """Run the build to completion; close what the runner opened; return the runner's
+    ``mintdim`` counters ({} when it reports none). ``on_counters``: shown a live
+    runner's counters while it runs (``build_progress.wait``).
 
     ``input_digests``: None (the pipeline hashes the inputs), an ``InputDigests``, or a
     future of one still being computed. It is awaited before the transforms are built:
@@ -289,13 +303,14 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
                                      word_encoder=words, encode_sharers=build_info["encode_sharers"])
     result = p.run()
     try:
-        state = result.wait_until_finish()
+        state = build_progress.wait(result, build_info.get("runner"), on_counters)
     finally:
         client = getattr(result, "client", None)   # the DaskRunner opens a Client per run
         if client is not None and hasattr(client, "close"):
             client.close()
     if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
         raise RuntimeError(f"the pipeline ended in state {state}")
+    return build_progress.counters(result)
 
 
 def _runner_alias(runner, opts: PipelineOptions):
@@ -472,7 +487,7 @@ def new_build_id(now: Optional[float] = None) -> str:
 
 def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
                      build_id: Optional[str] = None, ask=None, interactive=None,
-                     echo=print) -> VersionedResult:
+                     echo=print, quiet: bool = False) -> VersionedResult:
     """Treat every output directory as a versioned root: build into ``ROOT/<build-id>/``.
 
     After every output is published, each ``ROOT/LATEST`` is replaced (atomically) by
@@ -502,7 +517,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     versioned = dataclasses.replace(config, outputs=tuple(
         dataclasses.replace(out, path=storage.join(out.path, build_id)) for out in config.outputs))
     result = launch(versioned, runner=runner, options=options, ask=ask, interactive=interactive, echo=echo,
-                    input_digests=digests)
+                    input_digests=digests, quiet=quiet)
     for root in roots:
         publish.write_latest(root, build_id)
     echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")

@@ -56,7 +56,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.utils.shared import Shared
 
-from . import blocks, errors, indexes, layout, options, storage, storage_access
+from . import blocks, errors, indexes, layout, options, progress, storage, storage_access
 from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
 from .config import BuildConfig, OutputSpec
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
@@ -232,7 +232,13 @@ class _EncodeBlockFn(_StorageDoFn):
         self.encode_threads = None   # resolved in setup(), on the worker
         self._samples = Metrics.counter(NAMESPACE, "samples")
         self._bad = Metrics.counter(NAMESPACE, "bad_records")
-        self._bytes = Metrics.counter(NAMESPACE, "input_bytes")
+        # Input bytes and planned blocks done (a compressed file's when its last streamed
+        # block is spilled): at the end, the input's size and the plan's block count.
+        self._bytes = Metrics.counter(NAMESPACE, "bytes_read")
+        self._blocks_done = Metrics.counter(NAMESPACE, "blocks_done")
+        self._tokens = Metrics.counter(NAMESPACE, "tokens")
+        # (file, spilled block) -> input bytes of the planned block its spill completes
+        self._completes = {}
 
     def setup(self):
         super().setup()
@@ -262,18 +268,20 @@ class _EncodeBlockFn(_StorageDoFn):
     def start_bundle(self):
         for encoder in self._encoders.values():
             encoder.reset()   # nothing left over from a failed bundle
+        self._completes.clear()
 
     def process(self, ref: BlockRef):
         spec = self._config.files[ref.file]
         if storage.is_compressed(spec.path):
             # One planned block: read from the start, in blocks cut as it goes.
-            self._bytes.inc(ref.end - ref.start)
-            for b, (start, end, lines) in enumerate(
-                    blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)):
+            for b, (start, end, lines, last) in enumerate(_with_last(
+                    blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False))):
+                if last:   # the file is done when its last streamed block is spilled
+                    self._completes[(ref.file, b)] = ref.end - ref.start
                 yield from self._encode(BlockRef(ref.file, b, start, end), lines)
             return
-        lines, nbytes = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-        self._bytes.inc(nbytes)
+        self._completes[(ref.file, ref.block)] = ref.end - ref.start
+        lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
         found = blocks.looks_compressed(lines[0]) if ref.start == 0 and lines else None
         if found is not None:
             err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
@@ -305,7 +313,33 @@ class _EncodeBlockFn(_StorageDoFn):
         self._bad.inc(len(result.bad))
         out = self._config.outputs[self._config.files[ref.file].output]
         dtype = self._tokenizers[out.tokenizer].storage.numpy_dtype
-        return _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype)
+        summary = _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype)
+        completed = self._completes.pop((ref.file, ref.block), None)
+        figures = progress.Figures(completed or 0, int(completed is not None), result.n_samples,
+                                   sum(summary.unit_tokens.values()))
+        self._bytes.inc(figures.bytes)
+        self._blocks_done.inc(figures.blocks)
+        self._tokens.inc(figures.tokens)
+        if storage.is_local(out.path):
+            # For the launcher's progress display (progress.SpillWatcher); written last,
+            # so it is there only once the spill is whole. Not on object stores: the
+            # counters above are what remote runners show.
+            storage.write_bytes(storage.join(layout.block_dir(out, ref.file, ref.block),
+                                             progress.PROGRESS_FILE), figures.to_json())
+        return summary
+
+
+def _with_last(items):
+    """``(*item, is_last)`` for each item: reads one item ahead."""
+    it = iter(items)
+    try:
+        item = next(it)
+    except StopIteration:
+        return
+    for following in it:
+        yield (*item, False)
+        item = following
+    yield (*item, True)
 
 
 def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks: int,

@@ -1,0 +1,131 @@
+"""The launcher's side of progress: which display a build gets, how a remote runner's
+counters are read while it runs and at its end, and the closing summary's figures.
+
+Kept apart from ``progress`` (pure formatting and the local watcher) because it
+speaks to Beam: the runner's result, its state and its metrics. On the local
+FnApiRunner ``run`` returns only when the build is over, so the display there is fed
+by ``progress.SpillWatcher``; the runners whose result moves while the job runs
+(Dataflow, portable runners such as Flink and Spark) are polled for their state and
+``mintdim`` counters instead of waiting blind. Others (Dask, whose result neither
+changes state on its own nor reports metrics) are waited on as before. Whatever
+happens here, the build's own outcome is that of ``wait_until_finish``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from typing import Callable, Optional
+
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.runners.runner import PipelineState
+
+from . import blocks, layout, progress, storage
+from .config import BuildConfig
+from .transforms import NAMESPACE
+
+#: Runners (lower case, without "Runner") whose result's state and metrics move while
+#: the job runs, so the launcher can poll them.
+LIVE_RUNNERS = ("dataflow", "testdataflow", "portable", "flink", "spark")
+#: Seconds between two looks at a remote job's state and counters.
+REMOTE_POLL_INTERVAL = 5.0
+
+
+def _runner_key(runner_name) -> str:
+    name = str(runner_name or "").lower()
+    return name[:-len("runner")] if name.endswith("runner") else name
+
+
+def is_local(runner_name) -> bool:
+    return runner_name == "FnApiRunner"
+
+
+class Progress:
+    """A build's progress display: ``context`` wraps the run; ``on_counters`` (or
+    None) takes a remote runner's counters while it runs."""
+
+    def __init__(self, context, on_counters: Optional[Callable[[dict], None]] = None):
+        self.context = context
+        self.on_counters = on_counters
+
+
+def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None) -> Progress:
+    """The display for a build on ``runner_name``, writing to ``stream`` (stderr).
+
+    Local runner: the watcher of the local outputs' spills (object-store outputs leave
+    no progress files, so they are not shown). Live remote runners: their counters.
+    ``since``: the build's start (``time.time()``), older spills are not counted.
+    """
+    key = _runner_key(runner_name)
+    if quiet or not (is_local(runner_name) or key in LIVE_RUNNERS):
+        return Progress(contextlib.nullcontext())
+    stream = sys.stderr if stream is None else stream
+    outputs = {o.index for o in config.outputs if storage.is_local(o.path)} if is_local(runner_name) \
+        else {o.index for o in config.outputs}
+    if not outputs:
+        return Progress(contextlib.nullcontext())
+    refs = [r for r in blocks.plan_blocks(config) if config.files[r.file].output in outputs]
+    display = progress.ProgressDisplay(stream, progress.Figures(sum(r.end - r.start for r in refs), len(refs)))
+    if is_local(runner_name):
+        dirs = [layout.spills_dir(o) for o in config.outputs if o.index in outputs]
+        return Progress(progress.watching(progress.SpillWatcher(dirs, since), display))
+
+    def on_counters(counters: dict) -> None:
+        display.update(progress.Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),
+                                        counters.get("samples", 0), counters.get("tokens", 0)), force=True)
+
+    return Progress(_closing(display), on_counters)
+
+
+@contextlib.contextmanager
+def _closing(display: progress.ProgressDisplay):
+    try:
+        yield display
+    finally:
+        display.close()
+
+
+def counters(result) -> dict:
+    """The ``mintdim`` counters a runner's result reports (summed over steps), or {}
+    when it reports none (the Dask runner) or not yet."""
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]
+    except Exception:   # NotImplementedError, a service not ready: no figures, no failure
+        return {}
+    out: dict = {}
+    for c in found:
+        value = c.committed if c.committed is not None else c.attempted
+        out[c.key.metric.name] = out.get(c.key.metric.name, 0) + int(value or 0)
+    return out
+
+
+def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = None,
+         period: float = REMOTE_POLL_INTERVAL):
+    """``result.wait_until_finish()``, after polling a live runner's state and counters
+    every ``period`` seconds when someone is shown them."""
+    if on_counters is not None and _runner_key(runner_name) in LIVE_RUNNERS:
+        try:
+            while not PipelineState.is_terminal(result.state):
+                time.sleep(period)
+                found = counters(result)
+                if found:
+                    on_counters(found)
+        except Exception:   # a state or metrics call that failed: wait as before
+            pass
+    return result.wait_until_finish()
+
+
+def output_bytes(path: str, shard_bytes: int = 0) -> int:
+    """Bytes an output directory holds. A local one is walked; on an object store the
+    shards' sizes (already known) plus the other files', listed once."""
+    if storage.is_local(path):
+        total = 0
+        for directory, _, names in os.walk(path):
+            for name in names:
+                with contextlib.suppress(OSError):
+                    total += os.path.getsize(os.path.join(directory, name))
+        return total
+    others = [p for p in storage.list_files(path) if "/unit_" not in p[len(path):]]
+    return shard_bytes + sum(storage.size(p) for p in others)
