@@ -113,7 +113,8 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")
     parser.add_argument("--quiet", action="store_true",
-                        help="no progress display on stderr (the result lines still print)")
+                        help="no progress display on stderr; the result lines still print (default: a line "
+                             "redrawn on a terminal, else one every 10 s)")
 
 
 def _int_or_text(value: str):
