@@ -92,23 +92,28 @@ def _interrupt(signum, _frame):
     raise KeyboardInterrupt(f"terminated by signal {signal.Signals(signum).name}")
 
 
-def _policy_flags(parser: argparse.ArgumentParser) -> None:
+def _policy_flags(parser: argparse.ArgumentParser, run: Optional[dict] = None) -> None:
+    """The run options a command line may set. ``run``: the command's own run section
+    (the demo's), whose values are then the defaults the help names."""
+    def default(name: str, fallback) -> str:
+        return str(run.get(name, fallback)) if run is not None else f"the job's run.{name}, else {fallback}"
+
     parser.add_argument("--on-overflow", dest="on_overflow", choices=["abort", "truncate", "skip", "extend"],
                         help="a sample longer than the largest unit: stop the build, cut it, drop it, or add a "
-                             "unit that holds it (default: the job's run.on_overflow, else abort)")
+                             "unit that holds it (default: " + default("on_overflow", "abort") + ")")
     parser.add_argument("--on-template-unk", dest="on_template_unk", choices=["abort", "continue", "prompt"],
                         help="template text that encodes to the unknown token: stop, go on, or ask on a "
-                             "terminal (default: the job's run.on_template_unk, else prompt)")
+                             "terminal (default: " + default("on_template_unk", "prompt") + ")")
     parser.add_argument("--on-bad-record", dest="on_bad_record", choices=["abort", "skip"],
                         help="a line that is not a valid record: stop, or skip it and list it in "
-                             "bad_record_index.jsonl (default: the job's run.on_bad_record, else abort)")
+                             "bad_record_index.jsonl (default: " + default("on_bad_record", "abort") + ")")
     parser.add_argument("--block-size", dest="block_size", type=_int_or_text, metavar="BYTES",
                         help="input bytes per unit of work; never changes the output "
-                             f"(default: the job's run.block_size, else {DEFAULT_BLOCK_SIZE})")
+                             "(default: " + default("block_size", DEFAULT_BLOCK_SIZE) + ")")
     parser.add_argument("--index-layout", dest="index_layout", choices=["file", "parts"],
                         help="parts: publish sample_index/part-NNNNN.jsonl (one per input block) and the other "
-                             "per-block indexes likewise, nothing concatenated at finalize (default: the job's "
-                             "run.index_layout, else file)")
+                             "per-block indexes likewise, nothing concatenated at finalize (default: "
+                             + default("index_layout", "file") + ")")
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")
@@ -158,7 +163,7 @@ def build_parser() -> tuple[flags.Parser, dict]:
                           epilog=BEAM_OPTIONS_HELP + "\n\n" + flags.EXIT_CODES_HELP)
     demo.add_argument("out_dir", metavar="OUT_DIR",
                       help="directory for the two outputs (their directories must be new or empty)")
-    _policy_flags(demo)
+    _policy_flags(demo, demo_job("OUT_DIR")[1])
     parsers = {"build": build, "demo": demo, **consumer_cli.add_subcommands(sub)}
     for command in parsers.values():
         flags.add_log_level(command, subcommand=True)

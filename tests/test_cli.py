@@ -311,3 +311,10 @@ def test_log_level_before_or_after_the_command():
     assert parser.parse_known_args(["--log-level", "INFO", "verify", "d"])[0].log_level == "INFO"
     assert parser.parse_known_args(["verify", "d", "--log-level", "DEBUG"])[0].log_level == "DEBUG"
     assert parser.parse_known_args(["verify", "d"])[0].log_level == "ERROR"
+
+
+def test_demo_help_names_the_demos_own_policies(capsys):
+    assert main(["demo", "--help"]) == 0
+    options = dict(_help_entries(capsys.readouterr().out, "options"))
+    assert options["--on-overflow {abort,truncate,skip,extend}"].endswith("(default: extend)")
+    assert options["--on-bad-record {abort,skip}"].endswith("(default: skip)")
