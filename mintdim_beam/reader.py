@@ -428,6 +428,7 @@ class OutputReader:
         rank[by_unit] = np.arange(len(index), dtype=np.int64) - np.repeat(first, counts)
         self._order, self._rank = order, rank
         self._rows_by_id = np.arange(len(index), dtype=np.int64) if order is None else order
+        self._ids = ids
         self._unit_samples = dict(zip(sizes.tolist(), counts.tolist()))
         self._empty_segments = {}
         self._index = index
@@ -437,9 +438,9 @@ class OutputReader:
 
     @property
     def sample_ids(self) -> np.ndarray:
-        """Every written sample id, ascending."""
-        ids = self.index.sample_id
-        return ids if self._order is None else ids[self._order]
+        """Every written sample id, ascending (``sample_ids[i]`` is the id of ``reader[i]``)."""
+        self.index     # loads it on first use
+        return self._ids
 
     @property
     def rows_by_id(self) -> np.ndarray:

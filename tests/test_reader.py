@@ -512,3 +512,19 @@ def test_checksums_on_open_catch_an_in_vocabulary_change(corrupt):
     (copy / "SHA256SUMS").write_text("")
     with pytest.raises(ReaderError, match="SHA256SUMS: sha256 is .*, manifest.json records"):
         open_output(str(copy), checksums=True)
+
+
+def test_index_rows_out_of_order_still_read_by_id(built, tmp_path):
+    import shutil
+
+    from mintdim_beam.reader import open_output
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    lines = (copy / "sample_index.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (copy / "sample_index.jsonl").write_text("".join(lines[::-1]), encoding="utf-8")
+    original, shuffled = open_output(built), open_output(str(copy))
+    assert shuffled.sample_ids.tolist() == original.sample_ids.tolist()
+    assert [s.payload.tolist() for s in shuffled] == [s.payload.tolist() for s in original]
+    assert shuffled[12].sample_id == 13 and shuffled.sample(13).payload.tolist() == original[12].payload.tolist()
+    assert [b.sample_ids.tolist() for b in shuffled.batches(U)] == [b.sample_ids.tolist() for b in original.batches(U)]
