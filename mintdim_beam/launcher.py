@@ -501,6 +501,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     storage_access.check(storage_access.build_paths(config), opts)
     config = patterns.expand(config)
     roots = tuple(out.path for out in config.outputs)
+    preflight.check_outputs_apart(config)   # roots, as the outputs are checked
     digests = None
     current: dict = {}
     if skip_unchanged:

@@ -82,15 +82,7 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
 def check_paths(config: BuildConfig) -> None:
     """Inputs, tokenizers and outputs, before any work (see the module docstring)."""
     check_inputs(config)
-    outputs = [(out.path, resolved(out.path)) for out in config.outputs]
-    for i, (path_a, key_a) in enumerate(outputs):
-        for path_b, key_b in outputs[i + 1:]:
-            for (outer, outer_key), (inner, inner_key) in (((path_a, key_a), (path_b, key_b)),
-                                                           ((path_b, key_b), (path_a, key_a))):
-                if inner_key == outer_key:
-                    raise errors.OutputMappingError.overlap(outer, inner, "same", outer_key)
-                if _inside(inner_key, outer_key):
-                    raise errors.OutputMappingError.overlap(outer, inner, "inside", inner_key)
+    outputs = check_outputs_apart(config)
     inputs = [("source", f.path) for f in config.files]
     inputs += [("tokenizer", t.path) for t in dict.fromkeys(f.tokenizer for f in config.files)]
     for context, path in inputs:
@@ -100,6 +92,24 @@ def check_paths(config: BuildConfig) -> None:
                 raise errors.OutputMappingError.holds_input(out_path, context, path)
     for out in config.outputs:
         _check_output_usable(out.path)
+
+
+def check_outputs_apart(config: BuildConfig) -> list:
+    """No two outputs are one directory or one inside the other (links resolved).
+
+    Also run on versioned roots before their build ids are appended. Returns
+    ``[(path, resolved path)]`` of every output.
+    """
+    outputs = [(out.path, resolved(out.path)) for out in config.outputs]
+    for i, (path_a, key_a) in enumerate(outputs):
+        for path_b, key_b in outputs[i + 1:]:
+            for (outer, outer_key), (inner, inner_key) in (((path_a, key_a), (path_b, key_b)),
+                                                           ((path_b, key_b), (path_a, key_a))):
+                if inner_key == outer_key:
+                    raise errors.OutputMappingError.overlap(outer, inner, "same", outer_key)
+                if _inside(inner_key, outer_key):
+                    raise errors.OutputMappingError.overlap(outer, inner, "inside", inner_key)
+    return outputs
 
 
 def check_inputs(config: BuildConfig) -> None:

@@ -184,6 +184,32 @@ def test_a_killed_build_leaves_a_claim_that_is_explained_never_taken_over(tmp_pa
     assert OutputDir(out).stats["total_samples"] == 15000
 
 
+def test_a_build_whose_claim_changed_publishes_nothing(tmp_path):
+    """Finalize checks the claim is still its own: a build whose claim another one
+    replaced (what an object store allows) stops without publishing, removes its own
+    staging and leaves the other build's claim alone."""
+    out = tmp_path / "out"
+    proc = _cli("build", _job_file(tmp_path, out, rows=15000, block_size=16384), cwd=tmp_path)
+    deadline = time.monotonic() + 300
+    while not any((out / ".mintdim-staging").glob("*/blocks")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    mine = json.loads((out / CLAIM).read_text())["run_id"]
+    other = {"run_id": "0123456789abcdef", "host": "elsewhere", "pid": 7, "started_at": "later"}
+    (out / CLAIM).write_text(json.dumps(other))
+    code, _, err = proc.wait(timeout=600), *proc.communicate()
+    assert code == 2, err
+    assert "Traceback" not in err
+    english, vietnamese = err.split("[vietnam]")
+    assert english.startswith("[english] OutputClaimedError: Output directory belongs to another build.")
+    assert "Claimed by: build 0123456789abcdef (host elsewhere, process 7, started later)" in english
+    assert not (out / "manifest.json").exists() and not list(out.glob("unit_*/shard_*.bin"))
+    assert not (out / "sample_index.jsonl").exists() and not (out / "stats.json").exists()
+    assert not (out / ".mintdim-staging" / mine).exists()
+    assert json.loads((out / CLAIM).read_text()) == other
+
+
 def test_versioned_builds_with_one_build_id_at_once(tmp_path):
     """Two versioned builds given the same id: one publishes ROOT/<id>, the other stops;
     LATEST names the published one and ``--skip-unchanged`` then builds nothing."""

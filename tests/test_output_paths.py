@@ -101,6 +101,18 @@ def test_an_output_inside_another_through_a_link(tmp_path, capsys):
     assert _tree(tmp_path / "A") == []
 
 
+def test_versioned_roots_inside_one_another(tmp_path, capsys):
+    """``ROOT/<id>`` and ``ROOT/sub/<id>`` do not overlap, but the roots do."""
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    job = _job(tmp_path, files=[data, data], outputs=[str(tmp_path / "root"), str(tmp_path / "root" / "sub")])
+    code = main(["build", job, "--versioned"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("[english] OutputMappingError: Output directories must not overlap.")
+    assert "the second directory is inside the first" in err
+    assert not (tmp_path / "root").exists()
+
+
 @pytest.mark.parametrize("which", ["source", "tokenizer"])
 def test_an_input_or_tokenizer_inside_an_output_is_refused(tmp_path, capsys, which):
     (tmp_path / "real").mkdir()
