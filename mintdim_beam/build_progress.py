@@ -52,7 +52,15 @@ class Progress:
 
 
 def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None) -> Progress:
-    """The display for a build on ``runner_name``, writing to ``stream`` (stderr).
+    """The display for a build on ``runner_name`` (none if it cannot be set up)."""
+    try:
+        return _for_build(config, runner_name, quiet, since, stream)
+    except Exception:   # progress is advisory
+        return Progress(contextlib.nullcontext())
+
+
+def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None) -> Progress:
+    """The display, writing to ``stream`` (stderr).
 
     Local runner: the watcher of the local outputs' spills (object-store outputs leave
     no progress files, so they are not shown). Live remote runners: their counters.
@@ -74,7 +82,7 @@ def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, strea
 
     def on_counters(counters: dict) -> None:
         display.update(progress.Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),
-                                        counters.get("samples", 0), counters.get("tokens", 0)), force=True)
+                                        counters.get("samples", 0), counters.get("tokens", 0)))
 
     return Progress(_closing(display), on_counters)
 
@@ -115,6 +123,22 @@ def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = No
         except Exception:   # a state or metrics call that failed: wait as before
             pass
     return result.wait_until_finish()
+
+
+def closing_lines(result, runner_name, elapsed: float) -> list:
+    """The runner's counters (a remote runner's, when it reports them) and the summary:
+    elapsed time, throughput, output size. [] if the figures cannot be had: the build
+    is already published, and a summary never fails it."""
+    try:
+        lines = []
+        if result.counters and not is_local(runner_name):
+            lines.append(progress.counters_line(result.counters))
+        tokens = sum(o.stats["total_tokens"] for o in result.outputs)
+        on_disk = sum(output_bytes(o.path, sum(s.bytes for s in o.shards)) for o in result.outputs)
+        lines.append(progress.summary_line(elapsed, result.counters.get("bytes_read", 0), tokens, on_disk))
+        return lines
+    except Exception:
+        return []
 
 
 def output_bytes(path: str, shard_bytes: int = 0) -> int:

@@ -31,7 +31,7 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from . import __version__, blocks, build_progress, errors, layout, patterns, preflight, progress, publish, storage
+from . import __version__, blocks, build_progress, errors, layout, patterns, preflight, publish, storage
 from . import storage_access
 from .config import BuildConfig, check_build_id
 from .cores import usable_cores
@@ -261,11 +261,8 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     result = dataclasses.replace(collect(config, build_info), counters=counters)
     for line in shard_lines(result):
         echo(line)
-    if counters and not build_progress.is_local(runner_name):
-        echo(progress.counters_line(counters))
-    echo(progress.summary_line(
-        time.time() - started, counters.get("bytes_read", 0), sum(o.stats["total_tokens"] for o in result.outputs),
-        sum(build_progress.output_bytes(o.path, sum(s.bytes for s in o.shards)) for o in result.outputs)))
+    for line in build_progress.closing_lines(result, runner_name, time.time() - started):
+        echo(line)
     return result
 
 

@@ -190,8 +190,9 @@ class ProgressDisplay:
             return
         self.closed = True
         if self._interactive and self._width:
-            self._stream.write("\n")
-            self._stream.flush()
+            with contextlib.suppress(Exception):   # a closed stderr fails no build
+                self._stream.write("\n")
+                self._stream.flush()
 
 
 def _columns(stream) -> int:

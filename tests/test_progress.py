@@ -272,3 +272,30 @@ def test_an_in_memory_build_counts_bytes_blocks_samples_and_tokens(tmp_path):
     assert counters["samples"] == stats["total_samples"] == 400
     assert counters["tokens"] == stats["total_tokens"]
     assert counters["shards"] == stats["shards"]
+
+
+def _config(tmp_path, files):
+    from mintdim_beam import pipeline
+
+    return (pipeline("unit-build").source.jsonl(files=files, fields=[["instruction", "input", "output"]],
+                                                templates=["{instruction}\n{input}\n{output}"])
+            .tokenizer.sentencepiece(files=[str(TESTDATA / "sp_unigram.model")])
+            .units(sizes=[[32, 64, 128]], build_batch=[8])
+            .output.dir(str(tmp_path / "out"), samples_per_shard=[64])
+            .config(on_overflow="truncate", on_template_unk="continue", block_size=1024))
+
+
+def test_a_live_remote_runners_counters_are_shown_against_the_plans_totals(tmp_path):
+    plain, packed = _corpus(tmp_path)
+    config = _config(tmp_path, [plain, packed])
+    planned = -(-os.path.getsize(plain) // 1024) + 1
+    total = os.path.getsize(plain) + os.path.getsize(packed)
+    out = io.StringIO()
+    shown = build_progress.for_build(config, "FlinkRunner", False, time.time(), stream=out)
+    with shown.context:
+        shown.on_counters({"bytes_read": total, "blocks_done": planned, "samples": 400, "tokens": 9})
+    assert out.getvalue().startswith(f"[unit-build] {progress.format_size(total)} / {progress.format_size(total)} "
+                                     f"(100.0%), blocks {planned}/{planned}, ")
+    for runner, quiet in (("FlinkRunner", True), ("DaskRunner", False)):
+        shown = build_progress.for_build(config, runner, quiet, time.time(), stream=out)
+        assert shown.on_counters is None
