@@ -9,8 +9,10 @@ written once as one JSONL file and once cut at line ends into ``--files`` files 
 builds use the default local runner and the same job; the small files are named by one
 pattern. Each build runs in a fresh child process; the parent samples the child's
 process tree every 50 ms (psutil) for its peak thread count. Printed per build: wall
-time of ``run()`` in the child, peak threads in one process; then the extra wall time
-per extra file, ``(t_many - t_one) / (files - 1)`` in ms.
+time and CPU time (user + system, the child and its worker processes) of ``run()`` in
+the child, peak threads in one process; then the extra time per extra file,
+``(t_many - t_one) / (files - 1)`` in ms. On a machine shared with other work the wall
+times swing with the load; the CPU times much less.
 """
 
 from __future__ import annotations
@@ -64,9 +66,18 @@ def _child(source: str, out: str) -> None:
                                                templates=["{instruction}\n{input}\n{output}"])
            .tokenizer.sentencepiece(files=[str(TOKENIZER)]).units(sizes=[[64, 128, 256]], build_batch=[256])
            .output.dir(out, samples_per_shard=[4096]))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     result = job.run(on_overflow="truncate", on_template_unk="continue", echo=lambda *a: None)
-    print(json.dumps({"wall": time.perf_counter() - started, "samples": result.outputs[0].stats["total_samples"]}))
+    print(json.dumps({"wall": time.perf_counter() - started, "cpu": _cpu() - cpu,
+                      "samples": result.outputs[0].stats["total_samples"]}))
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its finished children."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _threads(pid: int) -> int:
@@ -120,9 +131,12 @@ def main(argv=None) -> None:
         assert a["samples"] == b["samples"], (a, b)
         kind = "gzip files" if args.gzip else "files"
         print(f"corpus {mb:.1f} MB, {a['samples']:,} samples")
-        print(f"one file        : {a['wall']:6.2f} s  (peak threads in a process: {a['threads']})")
-        print(f"{args.files:,} {kind:10s}: {b['wall']:6.2f} s  (peak threads in a process: {b['threads']})")
-        print(f"extra wall time per extra file: {(b['wall'] - a['wall']) / (args.files - 1) * 1000:.2f} ms")
+        print(f"one file        : {a['wall']:6.2f} s wall, {a['cpu']:6.2f} s CPU  (peak threads in a process: "
+              f"{a['threads']})")
+        print(f"{args.files:,} {kind:10s}: {b['wall']:6.2f} s wall, {b['cpu']:6.2f} s CPU  (peak threads in a process: "
+              f"{b['threads']})")
+        print(f"extra wall time per extra file: {(b['wall'] - a['wall']) / (args.files - 1) * 1000:.2f} ms "
+              f"(CPU: {(b['cpu'] - a['cpu']) / (args.files - 1) * 1000:.2f} ms)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

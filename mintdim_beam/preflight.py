@@ -114,8 +114,18 @@ def check_outputs_apart(config: BuildConfig) -> list:
 
 def check_inputs(config: BuildConfig) -> None:
     """Every input and tokenizer file exists and, locally, is a readable regular file."""
+    remote = [f.path for f in config.files if not storage.is_local(f.path)]
+    if len(remote) > 1:   # one round trip each: asked for together, not one after another
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(32, len(remote)), thread_name_prefix="check-inputs") as pool:
+            found = dict(zip(remote, pool.map(storage.exists, remote)))
+        missing = next((p for p in (f.path for f in config.files) if found.get(p) is False), None)
+        if missing is not None:
+            raise errors.MintDimFileNotFoundError(context="source", path=missing)
     for spec in config.files:
-        _check_input("source", spec.path)
+        if storage.is_local(spec.path) or len(remote) <= 1:
+            _check_input("source", spec.path)
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
         _check_input("tokenizer", spec.path)
 
@@ -204,14 +214,15 @@ def _remove_empty_dirs(path: str) -> None:
 def template_unk(config: BuildConfig, tokenizers: dict) -> dict:
     """File index -> the literal segments whose tokens include UNK (:class:`LiteralUnk`)."""
     found = {}
+    checked: dict = {}   # (tokenizer, segments) -> bad literals: once per template, not per file
     for spec in config.files:
-        tok: Tokenizer = tokenizers[spec.tokenizer]
-        bad = []
-        for seg in spec.segments:
-            if not seg.is_field and tok.unk_id in tok.encode(seg.text):
-                bad.append(LiteralUnk(seg.text, tuple(tok.unk_substrings(seg.text))))
-        if bad:
-            found[spec.index] = bad
+        key = (spec.tokenizer, spec.segments)
+        if key not in checked:
+            tok: Tokenizer = tokenizers[spec.tokenizer]
+            checked[key] = [LiteralUnk(seg.text, tuple(tok.unk_substrings(seg.text))) for seg in spec.segments
+                            if not seg.is_field and tok.unk_id in tok.encode(seg.text)]
+        if checked[key]:
+            found[spec.index] = list(checked[key])
     return found
 
 

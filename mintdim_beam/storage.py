@@ -247,8 +247,11 @@ def iter_lines(path: str, chunk_size: int = 1 << 18):
 
 def _create(path: str):
     if is_local(path):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        return open(path, "wb")
+        try:
+            return open(path, "wb")
+        except FileNotFoundError:   # the directory's first file (one syscall less for the rest)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            return open(path, "wb")
     if _is_s3(path):
         return _s3().open(path, "wb", mime_type=_MIME)
     return FileSystems.create(path, mime_type=_MIME, compression_type=_RAW)
