@@ -215,7 +215,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
     storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
     config = patterns.expand(config)     # glob entries, through FileSystems
-    pre = preflight.check(config, ask=ask, interactive=interactive)
+    pre = preflight.check(config, ask=ask, interactive=interactive, claim=False)
     runner, opts = _runner_alias(runner, opts)
     choose_local_mode(config, runner, opts, flags if options is not None else [])
     runner_obj, runner_name = resolve_runner(runner, opts)
@@ -243,8 +243,8 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
         "versions": _versions(),
     }
-    for out in config.outputs:
-        storage.mkdirs(out.path)
+    # Claimed last, when nothing before the pipeline can fail and leave a claim behind.
+    preflight.claim_outputs(config)
     mark_started(config, build_info)
     shown = build_progress.for_build(config, runner_name, quiet, started)
     try:

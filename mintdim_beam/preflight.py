@@ -47,11 +47,13 @@ def _ask_continue(prompt: str) -> bool:
 
 
 def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
-          interactive: Optional[bool] = None) -> Preflight:
+          interactive: Optional[bool] = None, claim: bool = True) -> Preflight:
     """Run every launch-time check; raise the spec's error for the first failure.
 
     On success every output directory exists and is claimed for this build
-    (``config.run_id``); on failure nothing was written.
+    (``config.run_id``); on failure nothing was written. ``claim=False`` leaves the
+    claim to the caller (:func:`claim_outputs`), which the launcher takes right before
+    the build starts, so that nothing in between can fail and leave a claim behind.
     """
     check_paths(config)
     loaded: dict = {}
@@ -72,7 +74,8 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
     literal_unk = template_unk(config, loaded)
     if literal_unk:
         _apply_template_unk_policy(config, literal_unk, ask, interactive)
-    claim_outputs(config)
+    if claim:
+        claim_outputs(config)
     return Preflight(loaded, digests, literal_unk)
 
 

@@ -57,7 +57,7 @@ def _refused(capsys, argv, error: str, *facts: str) -> tuple[str, str]:
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
-    english, vietnamese = err.split("[vietnam]")
+    english, vietnamese = err[err.index("[english]"):].split("[vietnam]")
     assert english.startswith(f"[english] {error}:"), err
     assert vietnamese.startswith(f" {error}:"), err
     for fact in facts:

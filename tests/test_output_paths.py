@@ -48,7 +48,7 @@ def _refused(capsys, job: str, error: str, *facts: str) -> tuple[str, str]:
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
-    english, vietnamese = err.split("[vietnam]")
+    english, vietnamese = err[err.index("[english]"):].split("[vietnam]")
     assert english.startswith(f"[english] {error}:"), err
     assert vietnamese.startswith(f" {error}:"), err
     for fact in facts:
@@ -152,7 +152,7 @@ def test_inputs_that_are_not_regular_files(tmp_path, which, kind, found):
                           text=True, timeout=120, cwd=tmp_path, env=env)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    english, vietnamese = done.stderr.split("[vietnam]")
+    english, vietnamese = done.stderr[done.stderr.index("[english]"):].split("[vietnam]")
     assert english.startswith("[english] MintDimFileNotFoundError: Required path is not a regular file.")
     assert f"Context: {which}" in english and f"Path: {path}" in english
     assert found in english
