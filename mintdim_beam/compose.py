@@ -59,6 +59,46 @@ def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS) 
     return storage.write_ranges(path, [(src, 0, None) for src in sources], sha=sha)
 
 
+def move(pairs: list) -> None:
+    """Rename each ``(source, target)`` pair; a source that is gone was moved by an
+    earlier attempt and is skipped.
+
+    On ``s3://`` a rename is a server-side copy and a delete: one listing finds the
+    sources, ``copy_object`` calls go out a few at a time through one client, and the
+    sources are deleted 1,000 a request (an object over 5 GiB goes through Beam's
+    multipart rename). Elsewhere each is ``storage.rename`` (a local ``os.replace``).
+    """
+    if not pairs:
+        return
+    if not all(src.startswith("s3://") and dst.startswith("s3://") for src, dst in pairs):
+        for src, dst in pairs:
+            if storage.exists(src):
+                storage.rename(src, dst)
+        return
+    client = storage.s3_client()
+    found = _listing(client, [src for src, _ in pairs])
+    here = [(src, dst) for src, dst in pairs if src in found]
+
+    def copy(pair):
+        src, dst = pair
+        if found[src] > MAX_PART:
+            storage.rename(src, dst)
+            return None
+        (src_bucket, src_key), (bucket, key) = _split(src), _split(dst)
+        client.copy_object(Bucket=bucket, Key=key, CopySource={"Bucket": src_bucket, "Key": src_key})
+        return src
+
+    with ThreadPoolExecutor(max_workers=min(THREADS * 2, len(here) or 1)) as pool:
+        copied = [src for src in pool.map(copy, here) if src is not None]
+    for first in range(0, len(copied), 1000):
+        batch = copied[first:first + 1000]
+        bucket = _split(batch[0])[0]
+        answer = client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": _split(s)[1]} for s in batch],
+                                                              "Quiet": True})
+        if answer.get("Errors"):
+            raise OSError(f"could not delete {len(answer['Errors'])} moved objects: {answer['Errors'][0]}")
+
+
 # --------------------------------------------------------------------------- S3
 
 
@@ -67,14 +107,20 @@ def _split(path: str) -> tuple:
     return bucket, key
 
 
-def _sizes(client, sources: list) -> dict:
-    """Size of every source: one listing per directory (1,000 objects a request)."""
+def _listing(client, sources: list) -> dict:
+    """``{path: size}`` of the objects in the sources' directories (1,000 a request)."""
     found: dict = {}
     for prefix in dict.fromkeys(posixpath.dirname(s) + "/" for s in sources):
         bucket, key = _split(prefix)
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
             for item in page.get("Contents", []):
                 found[f"s3://{bucket}/{item['Key']}"] = item["Size"]
+    return found
+
+
+def _sizes(client, sources: list) -> dict:
+    """Size of every source; a missing one is an error."""
+    found = _listing(client, sources)
     missing = [s for s in sources if s not in found]
     if missing:
         raise FileNotFoundError(f"{missing[0]}: no such object to concatenate")

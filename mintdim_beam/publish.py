@@ -30,7 +30,6 @@ import heapq
 import json
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from . import __version__, claims, compose, indexes, layout, storage
@@ -44,7 +43,6 @@ log = logging.getLogger(__name__)
 
 PER_BLOCK_INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
 DUPLICATE_INDEX = "duplicate_index.jsonl"
-RENAME_THREADS = 16     # parts renamed at once with index_layout "parts" (each a round trip)
 
 
 _FIRST_ID = b'"sample_id":'
@@ -258,18 +256,12 @@ def _publish_parts(out: OutputSpec, name: str, blocks: list, part_sums: dict) ->
     ``<index>/part-NNNNN.jsonl``, numbered in block order; returns their sha256 for
     SHA256SUMS, as the workers that wrote the parts computed them.
 
-    No byte goes through this worker: renames (server-side copies on object stores), a
-    few at a time, since each is a round trip. A part already moved by an earlier
-    attempt of this finalize is left as it is.
+    No byte goes through this worker: renames (server-side copies on object stores,
+    ``compose.move``). A part already moved by an earlier attempt of this finalize is
+    left as it is.
     """
-    def move(numbered):
-        number, (f, b) = numbered
-        staged = layout.part_path(out, name, f, b)
-        if storage.exists(staged):
-            storage.rename(staged, layout.published_part(out.path, name, number))
-
-    with ThreadPoolExecutor(max_workers=RENAME_THREADS) as pool:
-        list(pool.map(move, enumerate(blocks)))
+    compose.move([(layout.part_path(out, name, f, b), layout.published_part(out.path, name, number))
+                  for number, (f, b) in enumerate(blocks)])
     return {layout.published_part_name(name, number): part_sums[key][name] for number, key in enumerate(blocks)}
 
 
