@@ -112,8 +112,10 @@ def counters(result) -> dict:
 def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = None,
          period: float = REMOTE_POLL_INTERVAL):
     """``result.wait_until_finish()``, after polling a live runner's state and counters
-    every ``period`` seconds when someone is shown them."""
-    if on_counters is not None and _runner_key(runner_name) in LIVE_RUNNERS:
+    every ``period`` seconds when someone is shown them, who is shown the final
+    counters too."""
+    live = on_counters is not None and _runner_key(runner_name) in LIVE_RUNNERS
+    if live:
         try:
             while not PipelineState.is_terminal(result.state):
                 time.sleep(period)
@@ -122,7 +124,13 @@ def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = No
                     on_counters(found)
         except Exception:   # a state or metrics call that failed: wait as before
             pass
-    return result.wait_until_finish()
+    state = result.wait_until_finish()
+    if live:
+        with contextlib.suppress(Exception):
+            found = counters(result)
+            if found:
+                on_counters(found)
+    return state
 
 
 def closing_lines(result, runner_name, elapsed: float) -> list:

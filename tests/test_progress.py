@@ -195,7 +195,7 @@ def test_a_live_runner_is_polled_for_its_counters_then_waited_on():
     result = _LiveResult([PipelineState.RUNNING, PipelineState.RUNNING, PipelineState.DONE], [10, 25])
     state = build_progress.wait(result, "DataflowRunner", shown.append, period=0.01)
     assert state == PipelineState.DONE and result.waited
-    assert shown == [{"samples": 10}, {"samples": 25}]
+    assert shown == [{"samples": 10}, {"samples": 25}, {"samples": 25}]   # and once more at the end
     assert build_progress.counters(result) == {"samples": 25}
 
 
@@ -299,3 +299,39 @@ def test_a_live_remote_runners_counters_are_shown_against_the_plans_totals(tmp_p
     for runner, quiet in (("FlinkRunner", True), ("DaskRunner", False)):
         shown = build_progress.for_build(config, runner, quiet, time.time(), stream=out)
         assert shown.on_counters is None
+
+
+def test_a_portable_runner_build_is_polled_and_its_counters_are_printed(tmp_path, capsys):
+    """The Flink/Spark path: PortableRunner and an external worker pool (as in
+    test_portable.py); its result's state and metrics move while the job runs."""
+    import subprocess
+
+    from test_portable import _free_port, _stop, _wait_for_port
+
+    plain, packed = _corpus(tmp_path, rows=200)
+    config = _config(tmp_path, [plain, packed])
+    planned = -(-os.path.getsize(plain) // 1024) + 1
+    total = os.path.getsize(plain) + os.path.getsize(packed)
+    port = _free_port()
+    pool = subprocess.Popen(
+        [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    echoed = []
+    try:
+        _wait_for_port(port, pool, "the worker pool")
+        from mintdim_beam.launcher import launch
+
+        result = launch(config, runner="PortableRunner", echo=echoed.append,
+                        options=["--job_endpoint=embed", "--environment_type=EXTERNAL",
+                                 f"--environment_config=localhost:{port}"])
+    finally:
+        _stop(pool)
+    stats = result.outputs[0].stats
+    assert {k: result.counters[k] for k in ("bytes_read", "blocks_done", "samples", "tokens")} == {
+        "bytes_read": total, "blocks_done": planned, "samples": stats["total_samples"],
+        "tokens": stats["total_tokens"]}
+    assert progress.counters_line(result.counters) in echoed
+    assert any(line.startswith("[unit-build] finished in ") for line in echoed)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[unit-build] ")]
+    assert err and err[-1].startswith(f"[unit-build] {progress.format_size(total)} / "
+                                      f"{progress.format_size(total)} (100.0%), blocks {planned}/{planned}, ")
