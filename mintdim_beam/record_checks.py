@@ -7,6 +7,11 @@ every record it hands out against all of them (:func:`record_problem`), one reco
 random access or a whole batch of a shard at once for bulk reads, so that a corrupted
 shard raises instead of returning tokens. The record's place (records of a unit are in
 ascending sample_id) is the reader's to check, since it needs the whole index.
+
+A token changed to another valid id passes all of that; only a file's sha256 against
+the line ``SHA256SUMS`` holds for it (:func:`checksum_problem`) finds it. The reader
+and ``verify`` share the parsing of that file and :class:`ReaderError`, defined here so
+that the modules the reader is built from can raise it.
 """
 
 from __future__ import annotations
