@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import stat
 import sys
 from dataclasses import dataclass
@@ -85,14 +86,18 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
 def check_paths(config: BuildConfig) -> None:
     """Inputs, tokenizers and outputs, before any work (see the module docstring)."""
     check_inputs(config)
-    outputs = check_outputs_apart(config)
+    outputs = {key: path for path, key in check_outputs_apart(config)}
     inputs = [("source", f.path) for f in config.files]
     inputs += [("tokenizer", t.path) for t in dict.fromkeys(f.tokenizer for f in config.files)]
+    parents: dict = {}
     for context, path in inputs:
-        key = resolved(path)
-        for out_path, out_key in outputs:
-            if _inside(key, out_key):
-                raise errors.OutputMappingError.holds_input(out_path, context, path)
+        # Every directory above the input, against the set of outputs: tens of
+        # thousands of inputs cost one walk each, not one comparison per output.
+        above, key = None, _located(path, parents)
+        while above != key:
+            above, key = key, posixpath.dirname(key)
+            if key in outputs:
+                raise errors.OutputMappingError.holds_input(outputs[key], context, path)
     for out in config.outputs:
         _check_output_usable(out.path)
 
@@ -104,14 +109,14 @@ def check_outputs_apart(config: BuildConfig) -> list:
     ``[(path, resolved path)]`` of every output.
     """
     outputs = [(out.path, resolved(out.path)) for out in config.outputs]
-    for i, (path_a, key_a) in enumerate(outputs):
-        for path_b, key_b in outputs[i + 1:]:
-            for (outer, outer_key), (inner, inner_key) in (((path_a, key_a), (path_b, key_b)),
-                                                           ((path_b, key_b), (path_a, key_a))):
-                if inner_key == outer_key:
-                    raise errors.OutputMappingError.overlap(outer, inner, "same", outer_key)
-                if _inside(inner_key, outer_key):
-                    raise errors.OutputMappingError.overlap(outer, inner, "inside", inner_key)
+    # Sorted with a separator after each path, a directory comes right before what lies
+    # inside it (and everything between starts with it too), so neighbours suffice.
+    ordered = sorted(outputs, key=lambda o: o[1].rstrip("/") + "/")
+    for (outer, outer_key), (inner, inner_key) in zip(ordered, ordered[1:]):
+        if inner_key == outer_key:
+            raise errors.OutputMappingError.overlap(outer, inner, "same", outer_key)
+        if _inside(inner_key, outer_key):
+            raise errors.OutputMappingError.overlap(outer, inner, "inside", inner_key)
     return outputs
 
 
@@ -138,6 +143,17 @@ def resolved(path: str) -> str:
     if storage.is_local(path):
         return os.path.realpath(path)
     return normalize_dir(path)
+
+
+def _located(path: str, parents: dict) -> str:
+    """``resolved(path)`` for an input: its directory resolved once for all the files in
+    it (``parents`` caches them), the file itself only when it is a link."""
+    if not storage.is_local(path) or os.path.islink(path):
+        return resolved(path)
+    head, tail = os.path.split(os.path.abspath(path))
+    if head not in parents:
+        parents[head] = os.path.realpath(head)
+    return os.path.join(parents[head], tail)
 
 
 def _inside(path: str, directory: str) -> bool:

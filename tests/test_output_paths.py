@@ -92,6 +92,16 @@ def test_an_output_inside_another_is_refused(tmp_path, capsys, inner):
     assert not (tmp_path / "A").exists()
 
 
+def test_an_output_inside_another_among_many(tmp_path, capsys):
+    """``A-x`` sorts between ``A`` and ``A/b``; the overlap is still found."""
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    names = ["A", "A-x", "B", "A.y", "A/b", "C"]
+    job = _job(tmp_path, files=[data] * len(names), outputs=[str(tmp_path / n) for n in names])
+    english, _ = _refused(capsys, job, "OutputMappingError", f"Directory: {tmp_path / 'A'}",
+                          f"Overlaps with: {tmp_path / 'A' / 'b'}")
+    assert not any((tmp_path / n).exists() for n in names)
+
+
 def test_an_output_inside_another_through_a_link(tmp_path, capsys):
     (tmp_path / "A").mkdir()
     (tmp_path / "elsewhere").symlink_to(tmp_path / "A")
