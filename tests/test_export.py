@@ -63,6 +63,7 @@ def expected_by_sample(src) -> list:
 def run_cli(argv, capsys) -> tuple:
     from mintdim_beam.cli import main
 
+    capsys.readouterr()      # what earlier steps printed (a build's progress) is not the command's
     code = main(argv)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
