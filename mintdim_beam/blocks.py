@@ -94,7 +94,15 @@ def read_stream_blocks(path: str, block_size: int, decode: bool = True):
     with storage.open_decompressed(path) as f:
         start, pending = 0, []
         while True:
-            chunk = f.read(block_size)
+            try:
+                chunk = f.read(block_size)
+            except storage.CompressedDataError:
+                # The whole lines read before the damage are the file's, numbered as such.
+                block = b"".join(pending)
+                cut = block.rfind(b"\n") + 1
+                if cut or start == 0:
+                    yield start, start + cut, _lines(block[:cut], decode)
+                raise
             if not chunk:
                 block = b"".join(pending)
                 if block or start == 0:

@@ -299,7 +299,7 @@ class SourceParseError(MintDimError):
         )
         super().__init__(english, vietnamese, facts)
 
-    _variant_kinds = ("looks_compressed",)
+    _variant_kinds = ("looks_compressed", "bad_compressed")
 
     @classmethod
     def looks_compressed(cls, file: str, line: int, compression: str, extension: str) -> "SourceParseError":
@@ -319,6 +319,27 @@ class SourceParseError(MintDimError):
                           M.SOURCE_LOOKS_COMPRESSED.vi.format(compression=compression)),
                 M.labeled(M.FIX, M.SOURCE_LOOKS_COMPRESSED_FIX.en.format(extension=extension),
                           M.SOURCE_LOOKS_COMPRESSED_FIX.vi.format(extension=extension)),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+    @classmethod
+    def bad_compressed(cls, file: str, line: int, compression: str, truncated: bool,
+                       detail: str = "") -> "SourceParseError":
+        """A compressed input is truncated or corrupt from ``line`` on (the lines before
+        it were read). Always fatal: the rest of the file cannot be read."""
+        facts = _facts(kind="bad_compressed", file=file, line=line, compression=compression, truncated=truncated,
+                       detail=detail, reason=f"{'truncated' if truncated else 'corrupt'} {compression} data")
+        text = M.SOURCE_TRUNCATED if truncated else M.SOURCE_CORRUPT
+        problem = M.Text(text.en.format(compression=compression, detail=detail),
+                         text.vi.format(compression=compression, detail=detail))
+        english, vietnamese = cls._render(
+            M.SOURCE_PARSE,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.REASON, problem.en, problem.vi),
+                M.labeled(M.FIX, M.SOURCE_BAD_COMPRESSED_FIX.en, M.SOURCE_BAD_COMPRESSED_FIX.vi),
             ],
         )
         return cls._make(english, vietnamese, facts)

@@ -149,6 +149,20 @@ SOURCE_LOOKS_COMPRESSED = Text(
     "file trông như đã nén {compression} (bắt đầu bằng magic bytes của {compression}), "
     "nhưng tên file không có đuôi nén nên bị đọc như JSONL thường",
 )
+SOURCE_TRUNCATED = Text(
+    "the {compression} data ends before its compressed stream does (a truncated file?); "
+    "it cannot be read from this line on",
+    "dữ liệu {compression} kết thúc trước khi luồng nén kết thúc (file bị cắt cụt?); "
+    "không đọc được từ dòng này trở đi",
+)
+SOURCE_CORRUPT = Text(
+    "the {compression} data is corrupt ({detail}); it cannot be read from this line on",
+    "dữ liệu {compression} bị hỏng ({detail}); không đọc được từ dòng này trở đi",
+)
+SOURCE_BAD_COMPRESSED_FIX = Text(
+    "copy or download the file again and check it (for example gzip -t, zstd -t, xz -t, bzip2 -t).",
+    "sao chép hoặc tải lại file và kiểm tra nó (ví dụ gzip -t, zstd -t, xz -t, bzip2 -t).",
+)
 SOURCE_LOOKS_COMPRESSED_FIX = Text(
     "rename the file to end in {extension} (it is then decompressed while read), "
     "or decompress it.",

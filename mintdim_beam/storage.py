@@ -178,6 +178,15 @@ def is_compressed(path: str) -> bool:
     return compression(path) != _RAW
 
 
+class CompressedDataError(ValueError):
+    """A compressed input is corrupt, or (``truncated``) ends before its compressed
+    stream does; ``detail``: the decompressor's own words, if any."""
+
+    def __init__(self, truncated: bool, detail: str = ""):
+        super().__init__("truncated" if truncated else f"corrupt ({detail})")
+        self.truncated, self.detail = truncated, detail
+
+
 def open_decompressed(path: str):
     """A file's content, decompressed as its extension says (a plain file as it is).
 
@@ -187,11 +196,89 @@ def open_decompressed(path: str):
     kind = compression(path)
     if kind == _RAW:
         return open_read(path)
-    if _is_s3(path):
-        from apache_beam.io.filesystem import CompressedFile
+    return _Decompressed(open_read(path), kind)
 
-        return CompressedFile(_s3().open(path, "rb"), compression_type=kind)
-    return FileSystems.open(path, compression_type=kind)
+
+class _Decompressed:
+    """The decompressed bytes of a stored stream, read in order.
+
+    Beam's ``CompressedFile`` reads these formats too, but stops without a word where a
+    truncated file ends: a partly copied ``.gz`` would lose its tail and the build still
+    succeed. Here every compressed stream must reach its end mark, corrupt data is an
+    error, and concatenated streams (``cat a.gz b.gz``, multi-frame zstd) are read whole.
+    """
+
+    def __init__(self, raw, kind: str, chunk_size: int = 1 << 20):
+        self._raw, self._kind, self._chunk = raw, kind, chunk_size
+        self._out = bytearray()
+        self._decoder = None
+        self._pending = b""      # compressed bytes after a finished stream: the next one
+        self._done = False
+        self._error = None
+
+    def _new_decoder(self):
+        import bz2
+        import lzma
+        import zlib
+
+        kind = self._kind
+        if kind == CompressionTypes.GZIP:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if kind == CompressionTypes.DEFLATE:
+            return zlib.decompressobj()
+        if kind == CompressionTypes.BZIP2:
+            return bz2.BZ2Decompressor()
+        if kind == CompressionTypes.LZMA:
+            return lzma.LZMADecompressor()     # .xz and the older .lzma format alike
+        if kind == CompressionTypes.ZSTD:
+            import zstandard
+
+            # The window Beam allows too: frames written with --long need more than the default.
+            return zstandard.ZstdDecompressor(max_window_size=1 << 31).decompressobj()
+        raise ValueError(f"unsupported compression {kind!r}")
+
+    def _fill(self) -> None:
+        if self._pending:
+            data, self._pending = self._pending, b""
+        else:
+            data = self._raw.read(self._chunk)
+        if not data:
+            if self._decoder is not None:
+                raise CompressedDataError(truncated=True)
+            self._done = True
+            return
+        if self._decoder is None:
+            self._decoder = self._new_decoder()
+        try:
+            self._out += self._decoder.decompress(data)
+        except Exception as exc:   # zlib.error, OSError (bz2), LZMAError, ZstdError: all say "corrupt"
+            raise CompressedDataError(truncated=False, detail=str(exc)) from None
+        if self._decoder.eof:
+            self._pending, self._decoder = self._decoder.unused_data, None
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._done and (size < 0 or len(self._out) < size):
+            if self._error is not None:
+                if self._out:
+                    break
+                raise self._error
+            try:
+                self._fill()
+            except CompressedDataError as exc:
+                self._error = exc   # the bytes decompressed before it are read first
+        size = len(self._out) if size < 0 else min(size, len(self._out))
+        data = bytes(self._out[:size])
+        del self._out[:size]
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def read_bytes(path: str) -> bytes:

@@ -274,11 +274,29 @@ class _EncodeBlockFn(_StorageDoFn):
         spec = self._config.files[ref.file]
         if storage.is_compressed(spec.path):
             # One planned block: read from the start, in blocks cut as it goes.
-            for b, (start, end, lines, last) in enumerate(_with_last(
-                    blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False))):
-                if last:   # the file is done when its last streamed block is spilled
-                    self._completes[(ref.file, b)] = ref.end - ref.start
-                yield from self._encode(BlockRef(ref.file, b, start, end), lines)
+            stream = blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)
+            b, held, broken = 0, None, None
+            while True:   # one block ahead, to know the last one
+                try:
+                    following = next(stream, None)
+                except storage.CompressedDataError as exc:
+                    following, broken = None, exc
+                if held is not None:
+                    start, end, lines = held
+                    if following is None and broken is None:   # the file is done when its last block is spilled
+                        self._completes[(ref.file, b)] = ref.end - ref.start
+                    yield from self._encode(BlockRef(ref.file, b, start, end), lines)
+                    b += 1
+                if following is None:
+                    break
+                held = following
+            if broken is not None:
+                # Corrupt or truncated: one more block, of no line, holds the error, so
+                # the plan numbers it after every whole line before it. Fatal whatever
+                # the bad-record policy (the rest of the file cannot be read).
+                err = errors.SourceParseError.bad_compressed(spec.path, 1, storage.compression(spec.path),
+                                                             broken.truncated, broken.detail)
+                yield BlockSummary(ref.file, b, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
             return
         self._completes[(ref.file, ref.block)] = ref.end - ref.start
         lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
@@ -327,19 +345,6 @@ class _EncodeBlockFn(_StorageDoFn):
             storage.write_bytes(storage.join(layout.block_dir(out, ref.file, ref.block),
                                              progress.PROGRESS_FILE), figures.to_json())
         return summary
-
-
-def _with_last(items):
-    """``(*item, is_last)`` for each item: reads one item ahead."""
-    it = iter(items)
-    try:
-        item = next(it)
-    except StopIteration:
-        return
-    for following in it:
-        yield (*item, False)
-        item = following
-    yield (*item, True)
 
 
 def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks: int,

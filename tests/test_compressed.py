@@ -221,3 +221,37 @@ def test_compressed_inputs_on_s3(s3_remote, tmp_path, plain_build):
 
 
 from test_remote_storage import s3_remote  # noqa: E402,F401  (the moto fixture)
+
+
+@pytest.mark.parametrize("policy", ["abort", "skip"])
+def test_truncated_compressed_file_is_an_error(tmp_path, policy):
+    """A partly copied .gz: never a build that quietly lost the file's tail."""
+    raw = _raw_corpus()
+    data = gzip.compress(raw)
+    cut = data[:len(data) * 2 // 3]
+    path = tmp_path / "part.jsonl.gz"
+    path.write_bytes(cut)
+    readable = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(cut)
+    with pytest.raises(errors.SourceParseError) as info:
+        run_pipeline(**_job([str(path)], tmp_path, "out", on_bad_record=policy))
+    err = info.value
+    assert (err.file, err.kind, err.compression) == (str(path), "bad_compressed", "gzip")
+    assert err.line == readable.count(b"\n") + 1
+    assert err.truncated and "the gzip data ends before its compressed stream does" in err.english
+    assert "gzip -t" in err.english and "dữ liệu gzip kết thúc trước" in err.vietnamese
+    assert_nothing_published(tmp_path / "out")
+
+
+@pytest.mark.parametrize("extension", [".bz2", ".zst", ".xz"])
+def test_corrupt_compressed_file_is_an_error(tmp_path, extension):
+    data = bytearray(COMPRESSORS[extension](_raw_corpus()))
+    middle = len(data) // 2
+    data[middle:middle + 16] = bytes(16)
+    path = tmp_path / f"bad.jsonl{extension}"
+    path.write_bytes(bytes(data))
+    with pytest.raises(errors.SourceParseError) as info:
+        run_pipeline(**_job([str(path)], tmp_path, "out", on_bad_record="skip"))
+    assert (info.value.file, info.value.kind, info.value.truncated) == (str(path), "bad_compressed", False)
+    assert "data is corrupt" in info.value.english and "bị hỏng" in info.value.vietnamese
+    assert 1 <= info.value.line <= _raw_corpus().count(b"\n") + 1
+    assert_nothing_published(tmp_path / "out")
