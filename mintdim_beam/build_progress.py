@@ -4,10 +4,10 @@ counters are read while it runs and at its end, and the closing summary's figure
 Kept apart from ``progress`` (pure formatting and the local watcher) because it
 speaks to Beam: the runner's result, its state and its metrics. On the local
 FnApiRunner ``run`` returns only when the build is over, so the display there is fed
-by ``progress.SpillWatcher``; the runners whose result moves while the job runs
-(Dataflow, portable runners such as Flink and Spark) are polled for their state and
-``mintdim`` counters instead of waiting blind. Others (Dask, whose result neither
-changes state on its own nor reports metrics) are waited on as before. Whatever
+by ``progress.SpillWatcher``; Dataflow, whose result moves while the job runs, is
+polled for its state and ``mintdim`` counters instead of waiting blind; portable
+runners (Flink, Spark) report their counters at the end. Others (Dask, whose result
+neither changes state on its own nor reports metrics) are waited on as before. Whatever
 happens here, the build's own outcome is that of ``wait_until_finish``.
 """
 
@@ -28,7 +28,11 @@ from .transforms import NAMESPACE
 
 #: Runners (lower case, without "Runner") whose result's state and metrics move while
 #: the job runs, so the launcher can poll them.
-LIVE_RUNNERS = ("dataflow", "testdataflow", "portable", "flink", "spark")
+LIVE_RUNNERS = ("dataflow", "testdataflow")
+#: Runners whose result reports metrics once the job is over. A portable runner's
+#: result (Flink, Spark) keeps the first metrics it is asked for, so it is asked only
+#: then; Flink's own UI shows the counters while the job runs.
+REPORTING_RUNNERS = LIVE_RUNNERS + ("portable", "flink", "spark")
 #: Seconds between two looks at a remote job's state and counters.
 REMOTE_POLL_INTERVAL = 5.0
 
@@ -63,11 +67,12 @@ def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stre
     """The display, writing to ``stream`` (stderr).
 
     Local runner: the watcher of the local outputs' spills (object-store outputs leave
-    no progress files, so they are not shown). Live remote runners: their counters.
+    no progress files, so they are not shown). Remote runners that report metrics:
+    their counters.
     ``since``: the build's start (``time.time()``), older spills are not counted.
     """
     key = _runner_key(runner_name)
-    if quiet or not (is_local(runner_name) or key in LIVE_RUNNERS):
+    if quiet or not (is_local(runner_name) or key in REPORTING_RUNNERS):
         return Progress(contextlib.nullcontext())
     stream = sys.stderr if stream is None else stream
     outputs = {o.index for o in config.outputs if storage.is_local(o.path)} if is_local(runner_name) \
@@ -113,9 +118,8 @@ def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = No
          period: float = REMOTE_POLL_INTERVAL):
     """``result.wait_until_finish()``, after polling a live runner's state and counters
     every ``period`` seconds when someone is shown them, who is shown the final
-    counters too."""
-    live = on_counters is not None and _runner_key(runner_name) in LIVE_RUNNERS
-    if live:
+    counters too (those of any runner that reports them)."""
+    if on_counters is not None and _runner_key(runner_name) in LIVE_RUNNERS:
         try:
             while not PipelineState.is_terminal(result.state):
                 time.sleep(period)
@@ -125,7 +129,7 @@ def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = No
         except Exception:   # a state or metrics call that failed: wait as before
             pass
     state = result.wait_until_finish()
-    if live:
+    if on_counters is not None:
         with contextlib.suppress(Exception):
             found = counters(result)
             if found:

@@ -199,11 +199,20 @@ def test_a_live_runner_is_polled_for_its_counters_then_waited_on():
     assert build_progress.counters(result) == {"samples": 25}
 
 
+def test_a_portable_runners_metrics_are_asked_for_once_the_job_is_over():
+    """Its result keeps the first metrics it is asked for: polled while running, the
+    final counters would be stale."""
+    shown = []
+    result = _LiveResult([PipelineState.RUNNING, PipelineState.DONE], [25, 99])
+    assert build_progress.wait(result, "FlinkRunner", shown.append, period=0.01) == PipelineState.DONE
+    assert shown == [{"samples": 25}] and result.waited
+
+
 def test_a_runner_whose_state_does_not_move_is_only_waited_on():
     shown = []
     result = _LiveResult([PipelineState.RUNNING], [10])   # Dask's result: RUNNING until waited on
     assert build_progress.wait(result, "DaskRunner", shown.append, period=0.01) == PipelineState.DONE
-    assert shown == [] and result.waited
+    assert shown == [{"samples": 10}] and result.waited   # the counters it reports at the end
 
 
 # --------------------------------------------------------------------------- real builds
@@ -327,7 +336,7 @@ def test_a_portable_runner_build_is_polled_and_its_counters_are_printed(tmp_path
     finally:
         _stop(pool)
     stats = result.outputs[0].stats
-    assert {k: result.counters[k] for k in ("bytes_read", "blocks_done", "samples", "tokens")} == {
+    assert {k: result.counters.get(k) for k in ("bytes_read", "blocks_done", "samples", "tokens")} == {
         "bytes_read": total, "blocks_done": planned, "samples": stats["total_samples"],
         "tokens": stats["total_tokens"]}
     assert progress.counters_line(result.counters) in echoed
