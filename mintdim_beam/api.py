@@ -145,8 +145,13 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
     """Parse a YAML/JSON job file into a JobSpec and the ``run`` section."""
     if not os.path.exists(path):
         raise errors.MintDimFileNotFoundError(context="job file", path=path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    if not os.path.isfile(path):   # a directory, or a FIFO that would block the read
+        raise job_file_error(f"job file {path} is not a regular file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise job_file_error(f"job file {path} could not be read as UTF-8 text: {exc}") from None
     try:
         if path.endswith(".json"):
             data = json.loads(text)

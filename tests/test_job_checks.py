@@ -193,3 +193,18 @@ def test_unknown_keys_name_the_closest_known_one(tmp_path, capsys, override, fac
     if "did you mean" in english:
         assert "có phải ý bạn là" in vietnamese
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "binary"])
+def test_a_job_file_that_cannot_be_read(tmp_path, capsys, kind):
+    job = tmp_path / "job.yaml"
+    if kind == "directory":
+        job.mkdir()
+        shown = "is not a regular file"
+    elif kind == "fifo":
+        os.mkfifo(job)
+        shown = "is not a regular file"
+    else:
+        job.write_bytes(b"\xff\xfe source: 1")
+        shown = "could not be read as UTF-8 text"
+    _refused(capsys, ["build", str(job)], "PipelineValidationError", f"job file {job} {shown}")
