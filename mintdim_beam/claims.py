@@ -72,6 +72,8 @@ def read(out_path: str) -> Optional[dict]:
 
 def _status(claim: dict) -> str:
     """What is known of the claiming build: its process on this host, or nothing."""
+    if not claim:
+        return "unreadable"
     if claim.get("host") != socket.gethostname() or not isinstance(claim.get("pid"), int):
         return "unknown"
     try:

@@ -903,8 +903,8 @@ class OutputClaimedError(MintDimError):
 
     ``owner``, ``host``, ``pid`` and ``started_at`` come from that build's claim;
     ``status`` says what is known of it: ``running`` or ``gone`` (a process on this
-    host), ``unknown`` (another host) or ``replaced`` (it overwrote this build's claim on
-    an object store). A claim is never taken over: the text says how to recover.
+    host), ``unknown`` (another host), ``unreadable`` (an empty claim file) or
+    ``replaced`` (it overwrote this build's claim on an object store). A claim is never taken over: the text says how to recover.
     """
 
     def __init__(self, directory: str, owner: str, host: str, pid: int, started_at: str,

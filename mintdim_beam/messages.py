@@ -520,6 +520,8 @@ OUTPUT_CLAIMED_STATUSES = {
                  "tiến trình đó không còn chạy trên máy này: build đã bị dừng hoặc bị lỗi"),
     "unknown": Text("it may still be running (it was started on another host)",
                     "build đó có thể vẫn đang chạy (nó được chạy trên máy khác)"),
+    "unreadable": Text("its claim file is empty or unreadable (a build stopped as it claimed the directory)",
+                       "file claim của nó rỗng hoặc không đọc được (một build đã dừng ngay khi claim thư mục)"),
     "replaced": Text("it replaced this build's claim (object stores cannot claim a directory atomically)",
                      "build đó đã thay claim của build này (object store không claim thư mục một cách nguyên tử được)"),
 }

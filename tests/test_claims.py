@@ -97,6 +97,18 @@ def test_of_many_claims_at_once_exactly_one_wins(tmp_path):
         assert type(copy) is errors.OutputClaimedError and str(copy) == str(lost[0])
 
 
+def test_an_empty_claim_is_explained(tmp_path):
+    """A build killed between creating its claim and writing it leaves an empty file."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / CLAIM).write_bytes(b"")
+    with pytest.raises(errors.OutputClaimedError) as info:
+        preflight.check(_config(tmp_path, tmp_path / "out"))
+    assert info.value.status == "unreadable"
+    assert "Status: its claim file is empty or unreadable" in str(info.value)
+    assert "delete the directory and build again" in str(info.value)
+    assert os.listdir(tmp_path / "out") == [CLAIM]
+
+
 def test_preflight_of_two_builds_at_once_claims_for_one(tmp_path):
     configs = [_config(tmp_path, tmp_path / "out") for _ in range(2)]
     assert configs[0].run_id != configs[1].run_id
