@@ -255,3 +255,39 @@ def test_corrupt_compressed_file_is_an_error(tmp_path, extension):
     assert "data is corrupt" in info.value.english and "bị hỏng" in info.value.vietnamese
     assert 1 <= info.value.line <= _raw_corpus().count(b"\n") + 1
     assert_nothing_published(tmp_path / "out")
+
+
+def test_every_kind_in_several_folders_through_one_pattern_on_every_runner(tmp_path, dask_cluster):
+    """Files of every kind under several folders, named by one pattern: the build in
+    worker processes and on Dask is the reference-checked in-memory build of the same
+    files listed by hand."""
+    from apache_beam.runners.dask.dask_runner import DaskRunner
+
+    from conftest import assert_same_outputs
+
+    rng = random.Random(3)
+    rows = textgen.instruction_records(rng, 420)
+    rows[300] = dict(rows[2])                               # a duplicate across files
+    kinds = sorted(COMPRESSORS)
+    listed = []
+    for k in range(2 * len(kinds)):
+        folder = tmp_path / "corpus" / ("p" if k % 3 else "q") / ("deep" if k % 2 else "")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"f{k:02d}.jsonl{kinds[k % len(kinds)]}"
+        chunk = rows[30 * k:30 * k + 30]
+        raw = b"".join(textgen_json(r) + (b"\r\n" if k % 4 == 1 else b"\n") for r in chunk)
+        path.write_bytes(COMPRESSORS[kinds[k % len(kinds)]](raw))
+        listed.append(str(path))
+    listed.sort()
+    base = _job(listed, tmp_path, "base", block_size=2048)
+    build_and_compare(tmp_path, **base)
+    pattern = str(tmp_path / "corpus" / "**" / "*.jsonl.*")
+    for name, extra in (("multi2", dict(options=["--direct_running_mode=multi_processing",
+                                                 "--direct_num_workers=2"])),
+                        ("dask", dict(runner=DaskRunner(),
+                                      options=["--dask_client_address", dask_cluster.scheduler_address]))):
+        run_pipeline(**_job([pattern], tmp_path, name, block_size=1024, build_batch=[7], **extra))
+        assert_same_outputs(tmp_path / "base", tmp_path / name)
+
+
+from test_scaleout import dask_cluster  # noqa: E402,F401  (a local Dask cluster)
