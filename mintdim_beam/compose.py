@@ -40,7 +40,7 @@ from . import storage
 MIN_PART = 5 << 20            # S3: every part but the last is at least 5 MiB
 MAX_PART = 5 << 30            # ... and at most 5 GiB
 MAX_PARTS = 10_000
-THREADS = 8                   # copy requests in flight (each is a server-side copy)
+THREADS = 8                   # copy requests in flight (boto3 keeps 10 connections a client)
 
 
 def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS) -> int:
@@ -88,7 +88,7 @@ def move(pairs: list) -> None:
         client.copy_object(Bucket=bucket, Key=key, CopySource={"Bucket": src_bucket, "Key": src_key})
         return src
 
-    with ThreadPoolExecutor(max_workers=min(THREADS * 2, len(here) or 1)) as pool:
+    with ThreadPoolExecutor(max_workers=min(THREADS, len(here) or 1)) as pool:
         copied = [src for src in pool.map(copy, here) if src is not None]
     for first in range(0, len(copied), 1000):
         batch = copied[first:first + 1000]

@@ -665,6 +665,8 @@ class _FinalizeFn(_StorageDoFn):
         self._input_digests = input_digests
         self._shared = shared
         self._word_encoder = word_encoder
+        # Publishing runs on one worker: its time is what does not shrink with workers.
+        self._finalize_ms = Metrics.counter(NAMESPACE, "finalize_ms")
 
     def process(self, element):
         from .publish import finalize
@@ -694,13 +696,16 @@ class _FinalizeFn(_StorageDoFn):
         # manifest needs a tokenizer's facts, not a fresh copy of it).
         config, words = self._config, self._word_encoder
         tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
-        yield from finalize(
+        started = time.monotonic()
+        published = list(finalize(
             self._config, plan,
             [found[SHARD][k] for k in sorted(found[SHARD])],
             [found[PART][k] for k in sorted(found[PART])],
             [found[DUPS][k] for k in sorted(found[DUPS])],
             build_info, digests, tokenizers=tokenizers,
-        )
+        ))
+        self._finalize_ms.inc(int((time.monotonic() - started) * 1000))
+        yield from published
 
 
 def _result_key(result) -> tuple:
