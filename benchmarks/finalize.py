@@ -5,7 +5,8 @@
     python benchmarks/finalize.py --mb 50 --no-s3 --layouts file
 
 The corpus is ``make_corpus.py``'s (seeded, long-tailed, ~2% duplicates, without its
-1 MB pathological line), cut at line ends into ``--files`` files of about equal size
+1 MB pathological line; above 20 MB, 20 MB of it with its records' fields recombined
+up to size, ``--recombine``), cut at line ends into ``--files`` files of about equal size
 and named by one pattern. Each build runs with the default local runner, once per
 index layout (``file``: the parts concatenated into one file per index; ``parts``:
 renamed in place), first on local disk, then with inputs and output on ``s3://`` served
@@ -30,14 +31,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TOKENIZER = ROOT / "tests" / "testdata" / "sp_unigram.model"
 BUCKET = "mintdim-bench"
+SEED_MB = 20
 KEYS = ["--s3_access_key_id=testing", "--s3_secret_access_key=testing", "--s3_region_name=us-east-1"]
 
 
 def write_corpus(directory: Path, megabytes: float, files: int) -> str:
     """``make_corpus.py``'s corpus cut into ``files`` files; returns their pattern."""
     one = directory / "one.jsonl"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_corpus.py"), str(one), "--mb", str(megabytes),
-                    "--no-pathological"], check=True, stdout=subprocess.DEVNULL)
+    make = [sys.executable, str(ROOT / "benchmarks" / "make_corpus.py")]
+    if megabytes <= SEED_MB:
+        subprocess.run([*make, str(one), "--mb", str(megabytes), "--no-pathological"], check=True,
+                       stdout=subprocess.DEVNULL)
+    else:   # generating is ~1 MB/s: a seed corpus, its records' fields recombined up to size
+        seed = directory / "seed.jsonl"
+        subprocess.run([*make, str(seed), "--mb", str(SEED_MB), "--no-pathological"], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([*make, str(one), "--mb", str(megabytes), "--tile", str(seed), "--recombine"], check=True,
+                       stdout=subprocess.DEVNULL)
+        seed.unlink()
     parts = directory / "in"
     parts.mkdir()
     per = one.stat().st_size / files

@@ -158,3 +158,28 @@ def test_index_layout_is_checked():
     text = str(caught.value)
     assert "index_layout must be one of file, parts, got 'part'" in text
     assert "index_layout phải là một trong file, parts" in text
+
+
+def test_job_file_and_flag_choose_the_layout(tmp_path, capsys):
+    from mintdim_beam.cli import main
+
+    job = _job(tmp_path)
+    spec = {
+        "source": {"files": job["files"], "fields": job["fields"], "templates": job["templates"]},
+        "tokenizer": {"sentencepiece": job["tokenizer_files"]},
+        "units": {"sizes": job["sizes"], "build_batch": [8]},
+        "output": {"dir": [str(tmp_path / "out")], "samples_per_shard": job["samples_per_shard"]},
+        "run": {"on_overflow": "truncate", "on_bad_record": "skip", "on_template_unk": "continue",
+                "block_size": 4096, "index_layout": "parts"},
+    }
+    (tmp_path / "job.json").write_text(json.dumps(spec), encoding="utf-8")
+    assert main(["build", str(tmp_path / "job.json")]) == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["indexes"]["layout"] == "parts" and (tmp_path / "out" / "sample_index" / "part-00000.jsonl").exists()
+    spec["output"]["dir"] = [str(tmp_path / "flag")]
+    (tmp_path / "job.json").write_text(json.dumps(spec), encoding="utf-8")
+    assert main(["build", str(tmp_path / "job.json"), "--index-layout", "file"]) == 0   # the flag wins
+    assert (tmp_path / "flag" / "sample_index.jsonl").read_bytes() == b"".join(
+        (tmp_path / "out" / "sample_index" / f"part-{k:05d}.jsonl").read_bytes()
+        for k in range(manifest["indexes"]["parts"]["sample_index.jsonl"]))
+    capsys.readouterr()
