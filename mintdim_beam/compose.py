@@ -22,6 +22,13 @@ part is 5 MiB or more. A list that would need more than 10,000 parts is composed
 a tree: groups into intermediate objects (next to the sources, removed after), then
 those.
 
+``SHA256SUMS`` needs each index file's sha256, which cannot be composed from its
+parts': after a server-side composition the published object is read once (a
+download, no upload). When no source reaches 5 MiB (the default 4 MiB blocks give
+index parts well under that) there is nothing for the store to copy, and the parts
+are streamed as before, hashed on their one way through. At scale, ``index_layout:
+parts`` moves no index byte at all.
+
 GCS ``compose`` (32 sources a call, in a tree) would do the same for ``gs://``; it is
 not implemented (it needs ``google-cloud-storage`` and cannot be tested here), so
 ``gs://`` streams; the ``index_layout: parts`` setting avoids the concatenation on
@@ -33,7 +40,6 @@ from __future__ import annotations
 import posixpath
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
 
 from . import storage
 
@@ -51,11 +57,16 @@ def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS) 
     asks for a tree with fewer sources).
     """
     if path.startswith("s3://") and sources and all(s.startswith("s3://") for s in sources):
-        written = _s3_concatenate(path, list(sources), max_parts)
-        if sha is not None:
-            for chunk in storage.iter_chunks(path):
-                sha.update(chunk)
-        return written
+        sizes = _sizes(storage.s3_client(), list(sources))
+        if any(part[0] == "copy" for part in plan_parts([sizes[s] for s in sources])):
+            written = _s3_concatenate(path, list(sources), max_parts)
+            if sha is not None:
+                for chunk in storage.iter_chunks(path):
+                    sha.update(chunk)
+            return written
+        # Every part under 5 MiB: nothing for the store to copy, and streaming hashes
+        # the bytes on their one way through, where a multipart upload would need
+        # them read again for the hash.
     return storage.write_ranges(path, [(src, 0, None) for src in sources], sha=sha)
 
 
