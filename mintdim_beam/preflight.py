@@ -123,12 +123,9 @@ def check_outputs_apart(config: BuildConfig) -> list:
 def check_inputs(config: BuildConfig) -> None:
     """Every input and tokenizer file exists and, locally, is a readable regular file."""
     remote = [f.path for f in config.files if not storage.is_local(f.path)]
-    if len(remote) > 1:   # one round trip each: asked for together, not one after another
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(32, len(remote)), thread_name_prefix="check-inputs") as pool:
-            found = dict(zip(remote, pool.map(storage.exists, remote)))
-        missing = next((p for p in (f.path for f in config.files) if found.get(p) is False), None)
+    if len(remote) > 1:   # asked for together (folders listed), not one round trip after another
+        found = storage.sizes_or_none(remote)
+        missing = next((p for p in (f.path for f in config.files) if p in found and found[p] is None), None)
         if missing is not None:
             raise errors.MintDimFileNotFoundError(context="source", path=missing)
     for spec in config.files:

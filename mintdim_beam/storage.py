@@ -148,15 +148,53 @@ def size(path: str) -> int:
     return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
 
 
-def sizes(paths: list[str], threads: int = 32) -> list[int]:
-    """The sizes of many files; remote ones are asked for in parallel (one round trip
-    each, ``threads`` at a time) rather than one after another."""
-    if all(is_local(p) for p in paths):
-        return [os.path.getsize(p) for p in paths]
-    from concurrent.futures import ThreadPoolExecutor
+#: From this many files of one ``s3://`` folder on, their sizes come from listing the
+#: folder (1,000 objects a request) instead of one request a file.
+LIST_FROM = 16
 
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths))), thread_name_prefix="sizes") as pool:
-        return list(pool.map(size, paths))
+
+def sizes_or_none(paths: list[str], threads: int = 8) -> dict:
+    """``{path: size, or None if it does not exist}`` for many files, without one
+    round trip after another: local files are asked directly, ``s3://`` folders with
+    many of them are listed, and the remaining remote files are asked a few at a time
+    (each thread has its own S3 client, about 0.15 s of CPU to make, hence few)."""
+    found: dict = {}
+    remote = []
+    for p in dict.fromkeys(paths):
+        if is_local(p):
+            found[p] = os.path.getsize(p) if os.path.isfile(p) else None
+        else:
+            remote.append(p)
+    folders: dict = {}
+    for p in remote:
+        if _is_s3(p):
+            folders.setdefault(p.rsplit("/", 1)[0] + "/", []).append(p)
+    listed = set()
+    for folder, members in folders.items():
+        if len(members) >= LIST_FROM:
+            inside = dict(_s3().list_files(folder))
+            for p in members:
+                found[p] = inside.get(p)
+            listed.update(members)
+    rest = [p for p in remote if p not in listed]
+    if rest:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(p):
+            return size(p) if exists(p) else None
+
+        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(rest))), thread_name_prefix="sizes") as pool:
+            found.update(zip(rest, pool.map(one, rest)))
+    return found
+
+
+def sizes(paths: list[str]) -> list[int]:
+    """The sizes of many files (see :func:`sizes_or_none`); a missing one is an error."""
+    found = sizes_or_none(paths)
+    missing = [p for p in paths if found[p] is None]
+    if missing:
+        raise FileNotFoundError(missing[0])
+    return [found[p] for p in paths]
 
 
 def open_read(path: str):

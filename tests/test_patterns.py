@@ -145,6 +145,32 @@ def test_pattern_on_s3(s3_remote, tmp_path):
     assert manifest["source"]["files"] == [remote for remote, _ in pairs]
 
 
+
+def test_many_files_in_an_s3_folder(s3_remote, tmp_path):
+    """20 files of one folder: sizes and existence come from listing the folder; a
+    listed file that is missing is the missing-file error naming it."""
+    local = []
+    for k in range(20):
+        path = write_jsonl(tmp_path / "in" / f"part-{k:03d}.jsonl", _rows(100 + k, 2))
+        s3_remote.upload(path, f"many/in/part-{k:03d}.jsonl")
+        local.append(path)
+    prefix = f"{s3_remote.root}/many"
+    template = ["{instruction}\n{input}\n{output}"]
+    remote = [f"{prefix}/in/part-{k:03d}.jsonl" for k in range(20)]
+    missing = f"{prefix}/in/part-007b.jsonl"
+    out = tmp_path / "unused"
+    with pytest.raises(errors.MintDimFileNotFoundError) as info:
+        run_pipeline(**_job(remote[:8] + [missing] + remote[8:], template, f"{prefix}/out-missing", [[64]],
+                            options=s3_remote.options))
+    assert info.value.path == missing
+    run_pipeline(**_job([f"{prefix}/in/part-*.jsonl"], template, f"{prefix}/out", [[64]], options=s3_remote.options))
+    run_pipeline(**_job(local, template, str(out), [[64]]))
+    got = s3_remote.download_tree(f"{prefix}/out")
+    rows = got["sample_index.jsonl"]
+    for r, l in zip(remote, local):
+        rows = rows.replace(r.encode(), l.encode())
+    assert rows == (out / "sample_index.jsonl").read_bytes()
+
 from test_remote_storage import s3_remote  # noqa: E402,F401  (the moto fixture)
 
 
