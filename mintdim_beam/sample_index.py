@@ -29,6 +29,7 @@ class IndexProblem(NamedTuple):
     message: str
 
 
+_INT64_END = 1 << 63
 _ROW_INTS = ("sample_id", "token_count", "unit_size", "source_line", "shard_record")
 
 
@@ -121,8 +122,9 @@ def _row_problem(row) -> Optional[str]:
         return "row is not a JSON object"
     for key in _ROW_INTS:
         value = row.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            return f"{key} must be a non-negative integer, got {value!r}"
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _INT64_END:
+            # the columns are int64: a larger value would be an OverflowError, not a problem
+            return f"{key} must be a non-negative integer below 2**63, got {value!r}"
     if not isinstance(row.get("source_file"), str):
         return "source_file must be a string"
     digest = row.get("hash")
@@ -132,6 +134,8 @@ def _row_problem(row) -> Optional[str]:
     m = SHARD_PATH.match(path) if isinstance(path, str) else None
     if m is None:
         return f"shard_path must look like unit_<size>/shard_NNNNNN.bin, got {path!r}"
+    if int(m.group(2)) >= 1 << 31:
+        return f"shard_path {path}: shard number above 2**31 - 1"
     if int(m.group(1)) != row["unit_size"]:
         return f"shard_path {path} is not in unit_{row['unit_size']}"
     if not isinstance(row.get("empty_fields", []), list):

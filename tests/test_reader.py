@@ -528,3 +528,28 @@ def test_index_rows_out_of_order_still_read_by_id(built, tmp_path):
     assert [s.payload.tolist() for s in shuffled] == [s.payload.tolist() for s in original]
     assert shuffled[12].sample_id == 13 and shuffled.sample(13).payload.tolist() == original[12].payload.tolist()
     assert [b.sample_ids.tolist() for b in shuffled.batches(U)] == [b.sample_ids.tolist() for b in original.batches(U)]
+
+
+@pytest.mark.parametrize("key, value", [("shard_record", 10 ** 30), ("sample_id", 2 ** 63), ("token_count", 2 ** 64),
+                                        ("shard_path", "unit_48/shard_99999999999.bin")])
+def test_index_numbers_beyond_the_columns_are_refused(corrupt, capsys, key, value):
+    """An index row's number too large for its int64 (or int32) column used to end the
+    reader, verify and export with an OverflowError traceback."""
+    from mintdim_beam.cli import main
+    from mintdim_beam.reader import ReaderError, open_output
+
+    copy, _ = corrupt
+    index = copy / "sample_index.jsonl"
+    rows = read_jsonl(index)
+    rows[3][key] = value
+    index.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows),
+                     encoding="utf-8")
+    with pytest.raises(ReaderError, match=f"sample_index.jsonl line 4: {key} "):
+        len(open_output(str(copy)))
+    assert main(["verify", str(copy)]) == 1
+    out = capsys.readouterr()
+    assert f"sample_index.jsonl line 4: {key} " in out.out + out.err and "Traceback" not in out.out + out.err
+    assert main(["export", str(copy), str(copy.parent / "exported"), "--format", "megatron"]) == 2
+    out = capsys.readouterr()
+    assert f"sample_index.jsonl line 4: {key} " in out.err and "Traceback" not in out.err
+    assert not list(copy.parent.glob("exported*"))
