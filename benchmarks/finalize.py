@@ -3,6 +3,7 @@
     python benchmarks/finalize.py                          # 1 GB in 500 files, local and S3 (moto)
     python benchmarks/finalize.py --mb 50 --files 500      # a quick run
     python benchmarks/finalize.py --mb 50 --no-s3 --layouts file
+    python benchmarks/finalize.py --mb 100 --files 20 --block-size 8388608 --no-local
 
 The corpus is ``make_corpus.py``'s (seeded, long-tailed, ~2% duplicates, without its
 1 MB pathological line; above 20 MB, 20 MB of it with its records' fields recombined
@@ -67,7 +68,7 @@ def write_corpus(directory: Path, megabytes: float, files: int) -> str:
     return str(parts / "part-*.jsonl")
 
 
-def build(source: str, out: str, layout: str, options=None) -> dict:
+def build(source: str, out: str, layout: str, options=None, block_size=None) -> dict:
     from mintdim_beam import pipeline
 
     job = (pipeline("unit-build").source.jsonl(files=[source], fields=[["instruction", "input", "output"]],
@@ -75,8 +76,9 @@ def build(source: str, out: str, layout: str, options=None) -> dict:
            .tokenizer.sentencepiece(files=[str(TOKENIZER)]).units(sizes=[[64, 256, 1024]], build_batch=[256])
            .output.dir(out, samples_per_shard=[8192]))
     started = time.perf_counter()
+    more = {} if block_size is None else {"block_size": block_size}
     result = job.run(on_overflow="truncate", on_template_unk="continue", on_bad_record="skip",
-                     index_layout=layout, options=options, echo=lambda *a: None)
+                     index_layout=layout, options=options, echo=lambda *a: None, **more)
     wall = time.perf_counter() - started
     return {"wall": wall, "finalize": result.counters.get("finalize_ms", 0) / 1000,
             "samples": result.outputs[0].stats["total_samples"]}
@@ -135,6 +137,8 @@ def main(argv=None) -> None:
     parser.add_argument("--layouts", default="file,parts", help="index layouts to build (default file,parts)")
     parser.add_argument("--no-s3", dest="s3", action="store_false", help="only the local builds")
     parser.add_argument("--no-local", dest="local", action="store_false", help="only the S3 builds")
+    parser.add_argument("--block-size", type=int, help="input block size (default: the build's, 4 MiB; on S3 "
+                                                       "an index part of 5 MiB or more is copied server-side)")
     parser.add_argument("--work", help="working directory (default: a temporary one, removed after)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -151,7 +155,7 @@ def main(argv=None) -> None:
         if args.local:
             for layout in layouts:
                 out = str(tmp / f"out-{layout}")
-                report("local", layout, build(pattern, out, layout), index_bytes(out))
+                report("local", layout, build(pattern, out, layout, block_size=args.block_size), index_bytes(out))
         if args.s3:
             server, client, flags = start_moto()
             try:
@@ -159,7 +163,8 @@ def main(argv=None) -> None:
                     client.upload_file(str(p), BUCKET, f"in/{p.name}")
                 for layout in layouts:
                     out = f"s3://{BUCKET}/out-{layout}"
-                    found = build(f"s3://{BUCKET}/in/part-*.jsonl", out, layout, options=flags)
+                    found = build(f"s3://{BUCKET}/in/part-*.jsonl", out, layout, options=flags,
+                                  block_size=args.block_size)
                     report("s3", layout, found, index_bytes(out, client))
             finally:
                 server.terminate()
