@@ -301,6 +301,19 @@ def megatron_index_header(dtype: np.dtype, sequences: int, documents: int) -> by
             + struct.pack("<Q", sequences) + struct.pack("<Q", documents))
 
 
+def _open(source: str | OutputReader) -> OutputReader:
+    """The dataset to export, opened with checksums when its manifest records them:
+    the record checks alone take an in-vocabulary token changed on disk, two records of
+    one length swapped, or an edited ``source_line`` for real data, and an export is
+    where such data would leave for good."""
+    if isinstance(source, OutputReader):
+        return source
+    reader = OutputReader(source)
+    if isinstance(reader.manifest.get("checksums"), dict):
+        reader = OutputReader(source, checksums=True)
+    return reader
+
+
 def megatron_paths(prefix: str) -> tuple[str, str]:
     return prefix + ".bin", prefix + ".idx"
 
@@ -311,7 +324,7 @@ def export_megatron(source: str | OutputReader, prefix: str, overwrite: bool = F
     One sequence per written sample, its payload without padding, in ascending
     sample_id; each sample is its own document.
     """
-    reader = source if isinstance(source, OutputReader) else OutputReader(source)
+    reader = _open(source)
     bin_path, idx_path = megatron_paths(prefix)
     dtype = token_dtype(reader)
 
@@ -408,7 +421,7 @@ def export_parquet(source: str | OutputReader, out: str, overwrite: bool = False
         raise ValueError("row_group_rows and row_group_tokens must be positive")
     import pyarrow as pa
 
-    reader = source if isinstance(source, OutputReader) else OutputReader(source)
+    reader = _open(source)
     schema = parquet_schema(reader)
     files = pa.array(reader.index.files, pa.string())
     dtype = np.dtype(np.int32)

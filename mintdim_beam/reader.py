@@ -406,9 +406,19 @@ class OutputReader:
     def index(self) -> SampleIndex:
         if self._index is None:
             try:
-                data = read_index(self.path, SAMPLE_INDEX, self.manifest)
+                parts = [read_bytes(p) for p in index_paths(self.path, SAMPLE_INDEX, self.manifest)]
             except FileNotFoundError as exc:
                 raise ReaderError(f"{self.path}: no {SAMPLE_INDEX} ({exc.filename or exc})") from None
+            if self._sums is not None:
+                # Opened with checksums: the index says which record is which sample
+                # and where it came from, so it is compared too (names as SHA256SUMS
+                # writes them: relative, with "/").
+                for rel, part in zip(index_paths("", SAMPLE_INDEX, self.manifest), parts):
+                    rel = rel.replace(os.sep, "/")
+                    problem = checksum_problem(rel, part, self._sums)
+                    if problem is not None:
+                        raise ReaderError(f"{self.path}: {rel}: {problem}")
+            data = b"".join(parts)
             self._set_index(parse_sample_index(data))
         return self._index
 

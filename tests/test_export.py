@@ -254,15 +254,29 @@ def corrupt_copy(built, tmp_path, how: str) -> str:
         data[start + 2:start + 4] = (first + 1).to_bytes(2, "little")
     elif how == "truncated":
         data = data[:-3]
+    elif how == "in-vocabulary token":
+        at = start + (1 + 4) * slot               # the first payload token
+        token = int.from_bytes(data[at:at + 2], "little")
+        data[at:at + 2] = (token + 1 if token + 1 < 800 else token - 1).to_bytes(2, "little")
+    elif how == "source_line":
+        rows = read_jsonl(broken / "sample_index.jsonl")
+        rows[7]["source_line"] = rows[8]["source_line"]
+        (broken / "sample_index.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows), encoding="utf-8")
+        return str(broken), {"shard_path": "sample_index.jsonl"}
     shard.write_bytes(bytes(data))
     return str(broken), row
 
 
 @pytest.mark.parametrize("fmt", ["megatron", "parquet"])
 @pytest.mark.parametrize("how, message", [
-    ("magic", "magic is 0x0, expected 0xffff"),
-    ("header", "sample_index.jsonl says token_count"),
+    # a shard is compared with SHA256SUMS before its records are read (verify names the record)
+    ("magic", "SHA256SUMS records"),
+    ("header", "SHA256SUMS records"),
     ("truncated", "is not a whole number of"),
+    # every record check passes: exported with exit 0 before exports compared SHA256SUMS
+    ("in-vocabulary token", "SHA256SUMS records"),
+    ("source_line", "SHA256SUMS records"),
 ])
 def test_export_of_a_corrupted_dataset_fails_and_publishes_nothing(built, tmp_path, capsys, fmt, how, message):
     broken, row = corrupt_copy(built, tmp_path, how)
