@@ -111,14 +111,14 @@ def _probe_s3(path: str, bucket: str, prefix: str, settings: dict) -> None:
         # AccessDenied and the rest: the store answered and the keys are valid.
 
 
-def _probe_gcs(path: str) -> None:
+def _probe_gcs(path: str, probe_path: str) -> None:
     from apache_beam.io.filesystems import FileSystems
 
     found: dict = {}
 
     def probe():
         try:
-            FileSystems.exists(path)
+            FileSystems.exists(probe_path)
             found["ok"] = True
         except Exception as exc:      # what the store answered, reported below
             found["error"] = exc
@@ -159,6 +159,6 @@ def check(paths: Iterable[str], options=None) -> None:
         if scheme == "s3":
             _probe_s3(path, bucket, prefix, settings)
         else:
-            _probe_gcs(path)
+            _probe_gcs(path, f"gs://{bucket}/{prefix}")   # a pattern's fixed head
         with _lock:
             _reached.add(key)
