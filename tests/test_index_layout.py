@@ -85,7 +85,7 @@ def test_parts_concatenate_to_the_single_files(built):
         {k: v for k, v in manifest_a.items() if k not in ("fingerprint", "checksums")}
 
 
-def test_reader_verify_and_export_read_parts(built):
+def test_reader_and_verify_read_parts(built):
     from mintdim_beam import reader, verify
 
     single, parts = built
