@@ -26,6 +26,7 @@ file and ``open_output(..., checksums=True)`` for every shard it reads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 import os
@@ -38,7 +39,8 @@ import numpy as np
 
 from .record_checks import (CHECKSUMS, MANIFEST, SAMPLE_INDEX, ReaderError, RecordBatch,  # noqa: F401
                             checksum_problem, parse_checksums, record_problem)
-from .sample_index import SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex, parse_sample_index  # noqa: F401
+from .sample_index import (SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex,  # noqa: F401
+                           parse_sample_index, parse_sample_index_pieces)
 from .shard_format import record_slots
 
 LENGTH_FIELD = "length_field.json"
@@ -161,6 +163,30 @@ def read_index(path: str, name: str, manifest: Optional[dict] = None) -> bytes:
     """The bytes of an index file, its parts concatenated (FileNotFoundError names a
     missing file or part)."""
     return b"".join(read_bytes(p) for p in index_paths(path, name, manifest))
+
+
+def index_pieces(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[bytes]:
+    """The bytes of an index file (its parts in order) a few MB at a time, so that a
+    parser never holds the whole text (FileNotFoundError names a missing file or part)."""
+    for part in index_paths(path, name, manifest):
+        yield from file_pieces(part)
+
+
+def file_pieces(path: str, size: int = 8 << 20) -> Iterator[bytes]:
+    """A file's bytes, ``size`` at a time (remote paths through Beam's ``FileSystems``)."""
+    if is_local(path):
+        f = open(path, "rb")
+    else:
+        from apache_beam.io.filesystem import CompressionTypes
+        from apache_beam.io.filesystems import FileSystems
+
+        f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    with f:
+        while True:
+            piece = f.read(size)
+            if not piece:
+                return
+            yield piece
 
 
 def iter_index(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[tuple[int, object]]:
@@ -406,21 +432,37 @@ class OutputReader:
     def index(self) -> SampleIndex:
         if self._index is None:
             try:
-                parts = [read_bytes(p) for p in index_paths(self.path, SAMPLE_INDEX, self.manifest)]
+                if self._sums is not None:
+                    self._check_index_sums()
+                index = parse_sample_index_pieces(index_pieces(self.path, SAMPLE_INDEX, self.manifest),
+                                                  size_hint=self._index_bytes())
             except FileNotFoundError as exc:
                 raise ReaderError(f"{self.path}: no {SAMPLE_INDEX} ({exc.filename or exc})") from None
-            if self._sums is not None:
-                # Opened with checksums: the index says which record is which sample
-                # and where it came from, so it is compared too (names as SHA256SUMS
-                # writes them: relative, with "/").
-                for rel, part in zip(index_paths("", SAMPLE_INDEX, self.manifest), parts):
-                    rel = rel.replace(os.sep, "/")
-                    problem = checksum_problem(rel, part, self._sums)
-                    if problem is not None:
-                        raise ReaderError(f"{self.path}: {rel}: {problem}")
-            data = b"".join(parts)
-            self._set_index(parse_sample_index(data))
+            self._set_index(index)
         return self._index
+
+    def _check_index_sums(self) -> None:
+        """Opened with checksums: the index says which record is which sample and where
+        it came from, so its files are compared too (a few MB at a time; names as
+        SHA256SUMS writes them: relative, with "/")."""
+        for full, rel in zip(index_paths(self.path, SAMPLE_INDEX, self.manifest),
+                             index_paths("", SAMPLE_INDEX, self.manifest)):
+            rel = rel.replace(os.sep, "/")
+            digest = hashlib.sha256()
+            for piece in file_pieces(full):
+                digest.update(piece)
+            if self._sums.get(rel) != digest.hexdigest():
+                problem = checksum_problem(rel, read_bytes(full), self._sums)   # words it
+                if problem is not None:
+                    raise ReaderError(f"{self.path}: {rel}: {problem}")
+
+    def _index_bytes(self) -> Optional[int]:
+        """Size of the local index files (sizes the parsed columns up front)."""
+        paths = index_paths(self.path, SAMPLE_INDEX, self.manifest)
+        try:
+            return sum(os.path.getsize(p) for p in paths) if all(is_local(p) for p in paths) else None
+        except OSError:
+            return None
 
     def _set_index(self, index: SampleIndex) -> None:
         """Keep ``index`` with what checking its rows needs: the ascending-id order, and
