@@ -57,12 +57,32 @@ def expand(config: BuildConfig, options=None) -> BuildConfig:
     storage.configure(options)
     files: list[FileSpec] = []
     members: dict[int, list[int]] = {out.index: [] for out in config.outputs}
+    entry_of: dict[str, FileSpec] = {}     # each file -> the entry that gave it first
     for spec in config.files:
         paths = match(spec.path) if is_pattern(spec.path) else [spec.path]
         if not paths:
             raise errors.MintDimFileNotFoundError(context="source", path=spec.path)
         for path in paths:
+            key = path if "://" in path else os.path.abspath(path)
+            first = entry_of.setdefault(key, spec)
+            if first is not spec and (is_pattern(first.path) or is_pattern(spec.path)):
+                # A file written out twice is read twice, as written; one that a pattern
+                # also matches would be read twice (its samples doubled) unasked.
+                raise _matched_twice(path, first.path, spec.path)
             members[spec.output].append(len(files))
             files.append(dataclasses.replace(spec, index=len(files), path=path))
     outputs = tuple(dataclasses.replace(out, files=tuple(members[out.index])) for out in config.outputs)
     return dataclasses.replace(config, files=tuple(files), outputs=outputs)
+
+
+def _matched_twice(path: str, first: str, second: str) -> errors.PipelineValidationError:
+    return errors.PipelineValidationError.invalid(
+        problem=f"{path} is matched by two entries of source.files, {first!r} and {second!r}, "
+                f"so its samples would be read twice",
+        rules=["a file that a pattern matches must not be matched or named by another entry of "
+               "source.files: narrow the patterns so that each file is matched once"],
+        problem_vi=f"{path} khớp với hai mục của source.files, {first!r} và {second!r}, "
+                   f"nên các mẫu của nó sẽ bị đọc hai lần",
+        rules_vi=["một file đã khớp với một pattern không được khớp hoặc được nêu lại bởi mục khác "
+                  "của source.files: thu hẹp các pattern để mỗi file chỉ khớp một lần"],
+    )

@@ -84,6 +84,28 @@ def test_pattern_matching_nothing_is_a_missing_file(tmp_path):
     assert_nothing_published(out)
 
 
+@pytest.mark.parametrize("second", ["overlapping pattern", "same pattern", "named file", "relative name"])
+def test_a_file_matched_by_two_entries_is_refused(tmp_path, monkeypatch, second):
+    """Two entries that both give one file used to read it twice, doubling its samples
+    with exit 0. A file written out twice by name is still read twice, as written."""
+    found = _corpus(tmp_path)
+    twice = found["matches"][1]
+    other = {"overlapping pattern": str(tmp_path / "data" / "c4-00[12].jsonl.gz"), "same pattern": found["pattern"],
+             "named file": twice, "relative name": "data/c4-001.jsonl.gz"}[second]
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    with pytest.raises(errors.PipelineValidationError) as info:
+        run_pipeline(**_job([found["pattern"], other], ["{instruction}{input}{output}"], str(out), [[32]]))
+    english, vietnamese = info.value.english, info.value.vietnamese
+    named = {"same pattern": found["matches"][0], "relative name": other}.get(second, twice)   # as the entry gives it
+    assert (f"Problem: {named} is matched by two entries of source.files, {found['pattern']!r} and {other!r}, "
+            f"so its samples would be read twice") in english
+    assert f"Vấn đề: {named} khớp với hai mục của source.files" in vietnamese
+    assert_nothing_published(out)
+    result = run_pipeline(**_job([twice, twice], ["{instruction}{input}{output}"], str(tmp_path / "named"), [[32]]))
+    assert result.outputs[0].stats["total_samples"] == 2 * 12
+
+
 def test_mapping_counts_the_entries_as_written(tmp_path):
     """Two entries, one a pattern of three files: two templates map, three do not."""
     found = _corpus(tmp_path)
