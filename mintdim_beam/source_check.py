@@ -201,7 +201,7 @@ _COMPRESSED = (".gz", ".bz2", ".zst", ".zstd", ".xz", ".lzma", ".deflate")
 
 
 def _plain(path: str) -> bool:
-    return rd.is_local(path) and not path.endswith(_COMPRESSED)
+    return rd.is_local(path) and not path.lower().endswith(_COMPRESSED)   # as Beam detects: any case
 
 
 def _stored_sha256(path: str) -> str:
