@@ -318,40 +318,49 @@ def megatron_paths(prefix: str) -> tuple[str, str]:
     return prefix + ".bin", prefix + ".idx"
 
 
-def export_megatron(source: str | OutputReader, prefix: str, overwrite: bool = False) -> ExportSummary:
+def export_megatron(source: str | OutputReader, prefix: str, overwrite: bool = False,
+                    chunk_rows: int = 1 << 20, chunk_tokens: int = _CHUNK_TOKENS) -> ExportSummary:
     """Write ``PREFIX.bin`` and ``PREFIX.idx`` (Megatron-LM's indexed dataset) from a dataset.
 
     One sequence per written sample, its payload without padding, in ascending
-    sample_id; each sample is its own document.
+    sample_id; each sample is its own document. Samples are read, checked and written
+    ``chunk_rows`` samples or ``chunk_tokens`` tokens at a time (:func:`iter_chunks`);
+    the output does not depend on either. The ``.idx`` grows with the chunks too:
+    lengths go straight after its header, byte pointers to a side file appended at the
+    end, so no array of every sequence is held.
     """
+    if chunk_rows <= 0 or chunk_tokens <= 0:
+        raise ValueError("chunk_rows and chunk_tokens must be positive")
     reader = _open(source)
     bin_path, idx_path = megatron_paths(prefix)
     dtype = token_dtype(reader)
 
     def write(staged: _Staged) -> ExportSummary:
-        n = len(reader)
-        lengths = np.zeros(n, np.int32)
         done = tokens = 0
-        with open(staged.path(bin_path), "wb") as out:
-            for chunk in iter_chunks(reader, max_rows=1 << 20, max_tokens=_CHUNK_TOKENS):
-                _check_fits(reader, chunk, dtype)
-                out.write(chunk.ids.astype(dtype.newbyteorder("<"), copy=False).tobytes())
-                k = len(chunk.sample_ids)
-                lengths[done:done + k] = chunk.token_counts
-                done += k
-                tokens += int(chunk.ids.size)
-        with open(staged.path(idx_path), "wb") as out:
-            out.write(megatron_index_header(dtype, n, n + 1))
-            out.write(lengths.astype("<i4").tobytes())
-            offset = 0
-            for start in range(0, n, _INDEX_CHUNK):
-                part = lengths[start:start + _INDEX_CHUNK].astype(np.int64) * dtype.itemsize
-                ends = np.cumsum(part) + offset
-                out.write((ends - part).astype("<i8").tobytes())
-                offset = int(ends[-1])
-            for start in range(0, n + 1, _INDEX_CHUNK):
-                out.write(np.arange(start, min(n + 1, start + _INDEX_CHUNK), dtype="<i8").tobytes())
-        return ExportSummary("megatron", (bin_path, idx_path), n, tokens, dtype.name)
+        pointers_path = staged.path(idx_path) + ".pointers"
+        try:
+            with open(staged.path(bin_path), "wb") as out, open(staged.path(idx_path), "w+b") as idx, \
+                    open(pointers_path, "w+b") as pointers:
+                idx.write(megatron_index_header(dtype, 0, 1))          # counts patched below
+                for chunk in iter_chunks(reader, max_rows=chunk_rows, max_tokens=chunk_tokens):
+                    _check_fits(reader, chunk, dtype)
+                    out.write(chunk.ids.astype(dtype.newbyteorder("<"), copy=False).tobytes())
+                    idx.write(chunk.token_counts.astype("<i4").tobytes())
+                    ends = np.cumsum(chunk.token_counts.astype(np.int64) * dtype.itemsize) + tokens * dtype.itemsize
+                    pointers.write((ends - chunk.token_counts * dtype.itemsize).astype("<i8").tobytes())
+                    done += len(chunk.sample_ids)
+                    tokens += int(chunk.ids.size)
+                pointers.seek(0)
+                for piece in iter(lambda: pointers.read(8 << 20), b""):
+                    idx.write(piece)
+                for start in range(0, done + 1, _INDEX_CHUNK):
+                    idx.write(np.arange(start, min(done + 1, start + _INDEX_CHUNK), dtype="<i8").tobytes())
+                idx.seek(0)
+                idx.write(megatron_index_header(dtype, done, done + 1))
+        finally:
+            if os.path.exists(pointers_path):
+                os.remove(pointers_path)
+        return ExportSummary("megatron", (bin_path, idx_path), done, tokens, dtype.name)
 
     return _staged([bin_path, idx_path], overwrite, write)
 
@@ -442,7 +451,7 @@ def export_parquet(source: str | OutputReader, out: str, overwrite: bool = False
 def export(source: str, fmt: str, out: str, overwrite: bool = False, **options) -> ExportSummary:
     """Export ``source`` (an output directory) as ``fmt`` to ``out`` (a prefix for Megatron)."""
     if fmt == "megatron":
-        return export_megatron(source, out, overwrite=overwrite)
+        return export_megatron(source, out, overwrite=overwrite, **options)
     if fmt == "parquet":
         return export_parquet(source, out, overwrite=overwrite, **options)
     raise ValueError(f"unknown export format {fmt!r}; formats: {', '.join(FORMATS)}")

@@ -313,3 +313,44 @@ def test_export_does_not_import_beam(built, tmp_path):
             "assert 'apache_beam' not in sys.modules, 'export imported Beam'")
     subprocess.run([sys.executable, "-c", code, built, str(tmp_path / "x")], check=True)
     assert read_megatron(tmp_path / "x")["lengths"] == [row["token_count"] for row, _ in expected_by_sample(built)]
+
+
+# --------------------------------------------------------------------------- chunking
+
+
+def parts_dataset(root) -> str:
+    """``make_dataset``'s job published with ``index_layout: parts`` in several blocks."""
+    from mintdim_beam import pipeline
+    from test_reader import DEMO_MODEL, SAMPLES_PER_SHARD, SIZES, TEMPLATE, dataset_rows
+
+    src = write_jsonl(Path(root) / "parts.jsonl", dataset_rows())
+    out = str(Path(root) / "parts")
+    (pipeline("unit-build").source.jsonl(files=[src], fields=[["q", "a"]], templates=[TEMPLATE])
+     .tokenizer.sentencepiece(files=[DEMO_MODEL]).units(sizes=[list(SIZES)], build_batch=[7])
+     .output.dir(out, samples_per_shard=[SAMPLES_PER_SHARD])
+     .run(on_overflow="truncate", on_template_unk="continue", on_bad_record="skip", echo=quiet,
+          index_layout="parts", block_size=1024))
+    manifest = json.loads((Path(out) / "manifest.json").read_text())
+    assert manifest["indexes"]["layout"] == "parts" and manifest["indexes"]["parts"]["sample_index.jsonl"] > 2
+    return out
+
+
+@pytest.mark.parametrize("layout", ["file", "parts"])
+def test_megatron_export_in_tiny_chunks_is_byte_identical(built, tmp_path, layout):
+    """Chunks of one sample (or a few tokens) write the same bytes as one chunk; the
+    parts build (the same job) exports what the single-file build does."""
+    from mintdim_beam.export import export_megatron
+
+    src = built if layout == "file" else parts_dataset(tmp_path)
+    whole = export_megatron(src, str(tmp_path / "whole"))
+    want_bin, want_idx = (tmp_path / "whole.bin").read_bytes(), (tmp_path / "whole.idx").read_bytes()
+    export_megatron(built, str(tmp_path / "ref" / "single"))
+    assert read_megatron(tmp_path / "whole")["sequences"] == [tokens for _, tokens in expected_by_sample(built)]
+    assert (tmp_path / "ref" / "single.idx").read_bytes() == want_idx
+    for name, rows, tokens in (("one", 1, 1 << 20), ("few", 3, 1 << 20), ("tokens", 1 << 20, 7)):
+        summary = export_megatron(src, str(tmp_path / name), chunk_rows=rows, chunk_tokens=tokens)
+        assert (tmp_path / f"{name}.bin").read_bytes() == want_bin
+        assert (tmp_path / f"{name}.idx").read_bytes() == want_idx
+        assert (summary.samples, summary.tokens) == (whole.samples, whole.tokens) == (26, len(want_bin) // 2)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("whole", "one", "few", "tokens"))) == [
+        "few.bin", "few.idx", "one.bin", "one.idx", "tokens.bin", "tokens.idx", "whole.bin", "whole.idx"]
