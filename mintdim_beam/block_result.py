@@ -5,10 +5,12 @@ The encoder (``records``) works in slices of a block and the writers (``transfor
 concept, shared by both sides: the sample status codes, the result's columns, and how a
 block's slices merge into it. A block's result is spilled to staging as a pickle, so it
 holds only plain data (numpy arrays, dicts, an :class:`~mintdim_beam.unk_rows.UnkTable`).
+A block's spill is one file: a header (:func:`spill_header`), then its sections.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -22,6 +24,9 @@ BAD = 1           # bad record (skip policy): bad_record_index only
 OVF_SKIP = 2      # overflow dropped by the skip policy
 OVF_TRUNCATE = 3  # overflow truncated into max(sizes)
 OVF_EXTEND = 4    # overflow waiting for its extended unit
+
+#: The name ending of a whole block spill (one being written has a temporary name).
+SPILL_SUFFIX = ".spill"
 
 
 @dataclass
@@ -74,3 +79,39 @@ def merge_slices(parts: list[dict], n_lines: int, n_segments: int) -> BlockResul
     res.overflow_lengths = cat([p["ovf_lengths"] for p in parts]).reshape(-1, n_segments)
     res.overflow_tokens = cat([p["ovf_tokens"] for p in parts])
     return res
+
+
+def spill_header(sections: dict, progress: dict) -> tuple[bytes, dict]:
+    """The header of a spill whose ``sections`` (name -> length, in file order) follow
+    it, and where each section lies: ``(header bytes, {name: (offset, length)})``.
+
+    The header is its own length (8 bytes, little-endian) then JSON: the sections and
+    the block's progress figures (``progress.Figures``, read by the launcher's watcher).
+    Readers are told each section's place by the plan; the header makes a spill
+    readable alone.
+    """
+    def encode(places):
+        return json.dumps({"progress": progress, "sections": places}, sort_keys=True).encode("ascii")
+
+    # The offsets count the header, whose length depends on the offsets' digits: widen
+    # until they agree (twice at most in practice).
+    size = 0
+    while True:
+        places, at = {}, size
+        for name, length in sections.items():
+            places[name] = (at, length)
+            at += length
+        body = encode(places)
+        if 8 + len(body) == size:
+            return len(body).to_bytes(8, "little") + body, places
+        size = 8 + len(body)
+
+
+def read_spill_header(data: bytes) -> dict:
+    """A spill's header from the file's first bytes (``ValueError`` if they are too few)."""
+    if len(data) < 8:
+        raise ValueError("spill header cut short")
+    n = int.from_bytes(data[:8], "little")
+    if len(data) < 8 + n:
+        raise ValueError("spill header cut short")
+    return json.loads(data[8:8 + n])

@@ -11,6 +11,7 @@ the output's claim (``claims.py``): two builds that both think they own a direct
 from __future__ import annotations
 
 from . import storage
+from .block_result import SPILL_SUFFIX
 
 STAGING = ".mintdim-staging"
 CLAIM = ".mintdim-claim.json"   # which build owns the output directory (claims.py)
@@ -36,8 +37,14 @@ def spills_dir(out) -> str:
     return storage.join(staging_dir(out), "blocks")
 
 
-def block_dir(out, file: int, block: int) -> str:
-    return storage.join(spills_dir(out), f"f{file:05d}-b{block:06d}")
+def block_spill(out, file: int, block: int) -> str:
+    """A block's spill: one file, its header then its sections (``block_result.spill_header``).
+
+    One file, not a directory of one file per section: a corpus of many small files is
+    as many blocks, and creating a file (and its directory) is most of what a small
+    block costs to spill.
+    """
+    return storage.join(spills_dir(out), f"f{file:05d}-b{block:06d}{SPILL_SUFFIX}")
 
 
 def parts_dir(out, index_name: str) -> str:

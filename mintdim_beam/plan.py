@@ -62,6 +62,10 @@ class BlockSummary:
     # Digest ranges (the output's duplicate tasks) the block's hash spill is cut into,
     # its bounds file saying where each begins; 0 if it spilled no hash.
     hash_tasks: int = 0
+    # Where each section of the block's spill lies: name ("unit_<size>", "overflow",
+    # "meta", "hashes") -> (byte offset, length); the tasks carry the offsets their
+    # readers need, so nothing reads a spill's header.
+    sections: dict = field(default_factory=dict)
 
 
 class Piece(NamedTuple):
@@ -71,6 +75,7 @@ class Piece(NamedTuple):
     block: int
     start: int
     count: int
+    offset: int = 0            # byte offset of the unit's records in the spill
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,7 @@ class ShardTask:
     shard: int
     n_records: int
     pieces: tuple              # Piece for declared units
-    overflow: tuple            # (file, block, OverflowSample) for extended units
+    overflow: tuple            # (file, block, OverflowSample, spill offset of its tokens) for extended units
     # The output's largest unit (declared or extended): with the vocabulary, it sets
     # the slot dtype of every shard of the output, and so whether declared units'
     # spills (laid out for the largest declared unit) are widened when copied.
@@ -96,6 +101,7 @@ class HashSpill:
     block: int
     sample_offset: int
     line_offset: int
+    offset: int = 0            # byte offset of the hash rows' section in the spill
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ class BlockPlan:
     line_offset: int
     unit_rank: dict                       # declared unit -> rank of the block's first record
     extend: dict = field(default_factory=dict)   # local sample -> (unit, rank)
+    meta: tuple = (0, 0)                  # (offset, length) of the pickled result in the spill
 
 
 @dataclass
@@ -198,7 +205,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
         bad = overflow_events = 0
         for s in ordered:
             plan = BlockPlan(s.file, s.block, out.index, sample_offset, line_offsets[(s.file, s.block)],
-                             dict(unit_rank))
+                             dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))))
             for u, c in s.unit_counts.items():
                 unit_rank[u] += c
                 unit_tokens[u] += s.unit_tokens[u]
@@ -211,7 +218,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
                 else:
                     unit = added[bisect.bisect_left(added, ovf.token_count)]
                 plan.extend[ovf.local_sample] = (unit, len(members[unit]))
-                members[unit].append((s.file, s.block, ovf))
+                members[unit].append((s.file, s.block, ovf, _offset(s, "overflow")))
             blocks[(s.file, s.block)] = plan
             sample_offset += s.n_samples
             bad += s.bad_records
@@ -244,7 +251,8 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
 def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
     """The output's duplicate tasks: task ``t`` reads range ``t`` of every block's spill."""
     spills = tuple(HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
-                             blocks[(s.file, s.block)].line_offset) for s in ordered if s.hash_tasks)
+                             blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"))
+                   for s in ordered if s.hash_tasks)
     return [DuplicateTask(output, t, spills) for t in range(max((s.hash_tasks for s in ordered), default=0))]
 
 
@@ -257,7 +265,7 @@ def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -
         start = 0
         while count > 0:
             take = min(count, sps - filled)
-            pieces.append(Piece(s.file, s.block, start, take))
+            pieces.append(Piece(s.file, s.block, start, take, _offset(s, f"unit_{unit}")))
             start += take
             count -= take
             filled += take
@@ -267,3 +275,8 @@ def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -
     if filled:
         tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), (), largest_unit))
     return tasks
+
+
+def _offset(summary: BlockSummary, section: str) -> int:
+    """Where ``section`` of the block's spill begins (0 for a summary without sections)."""
+    return summary.sections.get(section, (0, 0))[0]

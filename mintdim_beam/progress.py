@@ -3,10 +3,10 @@ learns them on the local runners.
 
 The local FnApiRunner's ``run_pipeline`` blocks the launcher until the build is over,
 and its result reports metrics only then. What the launcher can see while it runs is
-the staging area: every encoded block leaves its spill directory there, and for a
-local output the encoder also leaves a tiny ``progress.json`` in it, written last
-(:meth:`Figures.to_json`). A launcher thread (:func:`watching`) lists those every half
-second and feeds the totals to a :class:`ProgressDisplay`. Remote runners count the
+the staging area: every encoded block leaves its spill file there, whole or not at all,
+and the spill's header holds the block's figures (:meth:`Figures.to_dict`). A launcher
+thread (:func:`watching`) lists the spills every half second, reads each new one's
+header once and feeds the totals to a :class:`ProgressDisplay`. Remote runners count the
 same figures as Beam counters in the ``mintdim`` namespace, which their UIs show and
 the launcher prints when the runner reports them (``launcher``).
 
@@ -29,8 +29,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-#: The file, next to a block's spill, that says what the block completed.
-PROGRESS_FILE = "progress.json"
+from .block_result import SPILL_SUFFIX, read_spill_header
+
+#: Bytes read from the start of a spill for its header (a longer header is read whole).
+HEADER_READ = 4096
 #: Seconds between two plain lines (stderr not a terminal: a log, a CI job).
 PLAIN_INTERVAL = 10.0
 #: Seconds between two redraws of the terminal's line.
@@ -52,14 +54,19 @@ class Figures:
         return Figures(self.bytes + other.bytes, self.blocks + other.blocks,
                        self.samples + other.samples, self.tokens + other.tokens)
 
+    def to_dict(self) -> dict:
+        return {"bytes": self.bytes, "blocks": self.blocks, "samples": self.samples, "tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Figures":
+        return cls(int(d["bytes"]), int(d["blocks"]), int(d["samples"]), int(d["tokens"]))
+
     def to_json(self) -> bytes:
-        return json.dumps({"bytes": self.bytes, "blocks": self.blocks, "samples": self.samples,
-                           "tokens": self.tokens}).encode("ascii")
+        return json.dumps(self.to_dict()).encode("ascii")
 
     @classmethod
     def from_json(cls, data: bytes) -> "Figures":
-        d = json.loads(data)
-        return cls(int(d["bytes"]), int(d["blocks"]), int(d["samples"]), int(d["tokens"]))
+        return cls.from_dict(json.loads(data))
 
 
 # --------------------------------------------------------------------------- formatting
@@ -206,8 +213,9 @@ def _columns(stream) -> int:
 
 
 class SpillWatcher:
-    """The sum of the ``progress.json`` files in local spill directories, each file read
-    once, those older than ``since`` (a previous build's leftovers) skipped."""
+    """The sum of the figures in the headers of the spills in local spill directories,
+    each spill read once, those older than ``since`` (a previous build's leftovers)
+    skipped."""
 
     def __init__(self, spill_dirs, since: float):
         self._dirs = list(spill_dirs)
@@ -224,19 +232,25 @@ class SpillWatcher:
             with entries:
                 for entry in entries:
                     key = (directory, entry.name)
-                    if key in self._seen:
+                    if key in self._seen or not entry.name.endswith(SPILL_SUFFIX):
                         continue
-                    path = os.path.join(entry.path, PROGRESS_FILE)
                     try:
-                        if os.stat(path).st_mtime < self._since:
+                        if entry.stat().st_mtime < self._since:
                             continue
-                        with open(path, "rb") as f:
-                            figures = Figures.from_json(f.read())
-                    except (FileNotFoundError, ValueError, KeyError):
-                        continue   # not spilled yet (or being written): next time
+                        figures = Figures.from_dict(_read_header(entry.path)["progress"])
+                    except (FileNotFoundError, ValueError, KeyError, TypeError):
+                        continue   # gone, or not a spill of this build: next time
                     self._seen.add(key)
                     self._done = self._done + figures
         return self._done
+
+
+def _read_header(path: str) -> dict:
+    with open(path, "rb") as f:
+        head = f.read(HEADER_READ)
+        if len(head) >= 8 and int.from_bytes(head[:8], "little") + 8 > len(head):
+            head += f.read(int.from_bytes(head[:8], "little") + 8 - len(head))
+    return read_spill_header(head)
 
 
 @contextlib.contextmanager

@@ -57,7 +57,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.utils.shared import Shared
 
 from . import blocks, errors, indexes, layout, options, progress, storage, storage_access
-from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult
+from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult, spill_header
 from .config import BuildConfig, OutputSpec
 from .plan import BlockPlan, BlockRef, BlockSummary, DuplicateTask, OverflowSample, ShardTask, make_plan
 from .records import BlockEncoder
@@ -331,38 +331,34 @@ class _EncodeBlockFn(_StorageDoFn):
         self._bad.inc(len(result.bad))
         out = self._config.outputs[self._config.files[ref.file].output]
         dtype = self._tokenizers[out.tokenizer].storage.numpy_dtype
-        summary = _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype)
         completed = self._completes.pop((ref.file, ref.block), None)
+        written = (result.status == OK) | (result.status == OVF_TRUNCATE)
+        unit_tokens = {unit: int(result.token_count[written & (result.unit == unit)].sum()) for unit in result.records}
         figures = progress.Figures(completed or 0, int(completed is not None), result.n_samples,
-                                   sum(summary.unit_tokens.values()))
+                                   sum(unit_tokens.values()))
         self._bytes.inc(figures.bytes)
         self._blocks_done.inc(figures.blocks)
         self._tokens.inc(figures.tokens)
-        if storage.is_local(out.path):
-            # For the launcher's progress display (progress.SpillWatcher); written last,
-            # so it is there only once the spill is whole. Not on object stores: the
-            # counters above are what remote runners show.
-            storage.write_bytes(storage.join(layout.block_dir(out, ref.file, ref.block),
-                                             progress.PROGRESS_FILE), figures.to_json())
-        return summary
+        # The figures go in the spill's header for the launcher's progress display
+        # (progress.SpillWatcher, local runs): the spill appears whole or not at all.
+        return _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype, unit_tokens, figures)
 
 
 def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks: int,
-           token_dtype: np.dtype) -> BlockSummary:
-    """Write a block's records, metadata and content hashes to staging; return its summary.
+           token_dtype: np.dtype, unit_tokens: dict, figures: progress.Figures) -> BlockSummary:
+    """Write a block's records, metadata and content hashes to staging, as one file
+    (``layout.block_spill``); return its summary, which says where each section lies.
 
     The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
-    ranges is one slice of the spill; a small bounds file says where each begins.
-    Overflow tokens are spilled in the shards' ``token_dtype``, the type they are
-    written in (a quarter of int64's bytes for a vocabulary of up to 65,535 ids).
+    ranges is one slice of the spill; the bounds, first in the section, say where each
+    begins. Overflow tokens are spilled in the shards' ``token_dtype``, the type they
+    are written in (a quarter of int64's bytes for a vocabulary of up to 65,535 ids).
     """
-    directory = layout.block_dir(out, ref.file, ref.block)
-    unit_counts, unit_tokens = {}, {}
-    written = (result.status == OK) | (result.status == OVF_TRUNCATE)
+    sections = {}   # name -> chunks, in file order
+    unit_counts = {}
     for unit, records in result.records.items():
-        storage.write_bytes(storage.join(directory, f"unit_{unit}.bin"), storage.byte_view(records))
+        sections[f"unit_{unit}"] = [storage.byte_view(records)]
         unit_counts[unit] = int(records.shape[0])
-        unit_tokens[unit] = int(result.token_count[written & (result.unit == unit)].sum())
     overflow = ()
     if len(result.overflow_samples):
         sizes = result.overflow_lengths.sum(axis=1)
@@ -371,14 +367,13 @@ def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks:
             OverflowSample(int(s), int(c), int(o), tuple(int(x) for x in lens))
             for s, c, o, lens in zip(result.overflow_samples, sizes, offsets, result.overflow_lengths)
         )
-        storage.write_bytes(storage.join(directory, "overflow.bin"),
-                            storage.byte_view(result.overflow_tokens.astype(token_dtype)))
+        sections["overflow"] = [storage.byte_view(result.overflow_tokens.astype(token_dtype))]
     meta = BlockResult(
         n_lines=result.n_lines, local_line=result.local_line, status=result.status,
         token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,
         digests=result.digests, empty_fields=result.empty_fields, unk=result.unk, bad=result.bad,
     )
-    storage.write_bytes(storage.join(directory, "meta.pkl"), pickle.dumps(meta, protocol=5))
+    sections["meta"] = [pickle.dumps(meta, protocol=5)]
     first_error = None
     if result.first_error is not None:
         sample, line, err = result.first_error
@@ -386,15 +381,16 @@ def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks:
     over = int(np.isin(result.status, (2, 3, 4)).sum())
     hashes = _sorted_hashes(result)
     if len(hashes):
-        # One file, the bounds first: a small file's block would otherwise write two
-        # files where one does (on a corpus of many small files, opening files is most
-        # of the cost of a block).
         bounds = _range_bounds(hashes, duplicate_tasks).astype("<i8")
-        storage.write_bytes(storage.join(directory, "hashes.bin"),
-                            [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
-                             storage.byte_view(hashes)])
+        sections["hashes"] = [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
+                              storage.byte_view(hashes)]
+    header, places = spill_header({name: sum(len(c) for c in chunks) for name, chunks in sections.items()},
+                                         figures.to_dict())
+    storage.write_bytes(layout.block_spill(out, ref.file, ref.block),
+                        [header] + [c for chunks in sections.values() for c in chunks])
     return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
-                        overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0)
+                        overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0,
+                        {name: tuple(place) for name, place in places.items()})
 
 
 def _plan_from(config: BuildConfig, summaries):
@@ -407,8 +403,7 @@ def _write_index_part(config: BuildConfig, bp: BlockPlan) -> PartResult:
     """One block's rows of the four per-sample index files."""
     spec = config.files[bp.file]
     out = config.outputs[bp.output]
-    directory = layout.block_dir(out, bp.file, bp.block)
-    meta = pickle.loads(storage.read_bytes(storage.join(directory, "meta.pkl")))
+    meta = pickle.loads(storage.read_range(layout.block_spill(out, bp.file, bp.block), *bp.meta))
     rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
     sums = []
     written = PartResult.written
@@ -469,13 +464,14 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     for s in task.spills:
-        # hashes.bin: the number of bounds, the bounds, then the rows (see _spill).
-        with storage.open_read(storage.join(layout.block_dir(out, s.file, s.block), "hashes.bin")) as f:
+        # The hashes section: the number of bounds, the bounds, then the rows (see _spill).
+        with storage.open_read(layout.block_spill(out, s.file, s.block)) as f:
+            f.seek(s.offset)
             n = int(np.frombuffer(f.read(8), "<i8")[0])
-            f.seek(8 + task.task * 8)
+            f.seek(s.offset + 8 + task.task * 8)
             start, end = np.frombuffer(f.read(16), "<i8").tolist()
             if end > start:
-                f.seek(8 + n * 8 + start * HASH_ROW.itemsize)
+                f.seek(s.offset + 8 + n * 8 + start * HASH_ROW.itemsize)
                 slices.append((s, np.frombuffer(f.read((end - start) * HASH_ROW.itemsize), HASH_ROW)))
     rows = np.zeros(sum(len(data) for _, data in slices), HASH_ROW)
     file_of = np.zeros(len(rows), np.int32)
@@ -585,8 +581,7 @@ class _WriteOutputsFn(_StorageDoFn):
             spilled = slot_storage(tok.storage, max(out.sizes))
             record_bytes = record_slots(n, task.unit) * spilled.bytes_per_token
             ranges = [
-                (storage.join(layout.block_dir(out, p.file, p.block), f"unit_{task.unit}.bin"),
-                 p.start * record_bytes, p.count * record_bytes)
+                (layout.block_spill(out, p.file, p.block), p.offset + p.start * record_bytes, p.count * record_bytes)
                 for p in task.pieces]
             if spilled == slots:
                 size = storage.write_ranges(staged, ranges, sha=sha)   # a byte copy: every common build
@@ -618,9 +613,9 @@ class _WriteOutputsFn(_StorageDoFn):
             records = np.full((len(rows), width), tok.pad_id, slots.numpy_dtype)
             records[:, 0] = slots.magic
             records[:, 1:1 + n] = rows
-            for r, (file, block, ovf) in enumerate(task.overflow[first:first + per_chunk]):
-                path = storage.join(layout.block_dir(out, file, block), "overflow.bin")
-                data = np.frombuffer(storage.read_range(path, ovf.token_offset * spilled.itemsize,
+            for r, (file, block, ovf, base) in enumerate(task.overflow[first:first + per_chunk]):
+                path = layout.block_spill(out, file, block)
+                data = np.frombuffer(storage.read_range(path, base + ovf.token_offset * spilled.itemsize,
                                                         ovf.token_count * spilled.itemsize), spilled)
                 records[r, 1 + n:1 + n + len(data)] = data
             yield storage.byte_view(records)

@@ -20,6 +20,7 @@ from apache_beam.runners.runner import PipelineState
 
 from conftest import TESTDATA, OutputDir, assert_same_outputs, run_pipeline, write_jsonl
 from mintdim_beam import build_progress, progress
+from mintdim_beam.block_result import read_spill_header, spill_header
 from mintdim_beam.cli import main
 from mintdim_beam.progress import Figures, ProgressDisplay
 
@@ -124,11 +125,29 @@ def test_display_of_a_stream_that_is_not_a_terminal_is_plain():
 
 
 def _spill(spills, name: str, figures: Figures, mtime=None) -> None:
-    os.makedirs(spills / name, exist_ok=True)
-    path = spills / name / progress.PROGRESS_FILE
-    path.write_bytes(figures.to_json())
+    """A block's spill as the encoder writes it: the header, then its sections."""
+    sections = {"unit_8": b"\x01" * 48, "meta": b"pickled", "hashes": b"\x02" * 24}
+    header, places = spill_header({k: len(v) for k, v in sections.items()}, figures.to_dict())
+    data = header + b"".join(sections.values())
+    for key, value in sections.items():
+        assert data[places[key][0]:places[key][0] + places[key][1]] == value
+    os.makedirs(spills, exist_ok=True)
+    path = spills / f"{name}.spill"
+    path.write_bytes(data)
     if mtime is not None:
         os.utime(path, (mtime, mtime))
+
+
+def test_spill_header_places_sections_after_itself_and_reads_back():
+    sections = {"unit_64": 10 ** 7, "overflow": 3, "meta": 0, "hashes": 99}
+    header, places = spill_header(sections, Figures(1, 2, 3, 4).to_dict())
+    assert places == {"unit_64": (len(header), 10 ** 7), "overflow": (len(header) + 10 ** 7, 3),
+                      "meta": (len(header) + 10 ** 7 + 3, 0), "hashes": (len(header) + 10 ** 7 + 3, 99)}
+    read = read_spill_header(header + b"rest")
+    assert Figures.from_dict(read["progress"]) == Figures(1, 2, 3, 4)
+    assert {k: tuple(v) for k, v in read["sections"].items()} == places
+    with pytest.raises(ValueError):
+        read_spill_header(header[:-1])
 
 
 def test_watcher_sums_each_finished_spill_once_and_skips_old_and_unfinished_ones(tmp_path):
@@ -138,9 +157,8 @@ def test_watcher_sums_each_finished_spill_once_and_skips_old_and_unfinished_ones
     assert watcher.poll() == Figures()
     _spill(spills, "f00000-b000000", Figures(10, 1, 3, 30))
     _spill(spills, "f00000-b000001", Figures(10, 1, 4, 40), mtime=since - 3600)   # a previous build's
-    os.makedirs(spills / "f00001-b000000")                                       # still encoding
-    (spills / "f00002-b000000").mkdir()
-    (spills / "f00002-b000000" / progress.PROGRESS_FILE).write_bytes(b'{"bytes": 1')   # being written
+    (spills / "f00001-b000000.spill.tmp-0123").write_bytes(b"\x40")                # still being written
+    (spills / "f00002-b000000.spill").write_bytes(b"\x40\0\0\0\0\0\0\0{")          # cut short
     assert watcher.poll() == Figures(10, 1, 3, 30)
     _spill(spills, "f00001-b000000", Figures(5, 1, 1, 10))
     _spill(spills, "f00002-b000000", Figures(0, 0, 2, 20))
