@@ -418,13 +418,15 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     """Resolve the job file and tokenize its inputs on Beam: one histogram per output."""
     from .api import load_job_file
     from .config import DEFAULT_BLOCK_SIZE, Policies, resolve
+    from . import patterns, preflight
     from .launcher import length_histograms
 
     spec, run_section = load_job_file(path)
     block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
     policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
     config = resolve(spec, policies, block_size)
-    _check_inputs(config)
+    config = patterns.expand(config, beam_args)      # as the build expands them
+    preflight.check_inputs(config)                   # regular files: a FIFO would block for good
     found = length_histograms(config, options=beam_args)
     plans = []
     for out in config.outputs:
@@ -432,16 +434,6 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
         notes = [f"{bad} bad records not counted"] if bad else []
         plans.append((out.path, hist, list(out.sizes), notes))
     return plans
-
-
-def _check_inputs(config) -> None:
-    """Inputs and tokenizers must exist; the output directories may (plan writes nothing)."""
-    from . import errors, storage
-
-    for f in config.files:
-        for path, what in ((f.path, "source file"), (f.tokenizer.path, "tokenizer file")):
-            if not storage.exists(path):
-                raise errors.MintDimFileNotFoundError(context=what, path=path)
 
 
 # --------------------------------------------------------------------------- report

@@ -879,9 +879,28 @@ class _CountTokensFn(_StorageDoFn):
 
     def process(self, ref: BlockRef):
         spec = self._config.files[ref.file]
+        if storage.is_compressed(spec.path):
+            # Decompressed as the build reads it; a damaged file fails the plan as it
+            # fails the build (counting its lines as bad records would plan on part of it).
+            done = 0
+            stream = blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)
+            try:
+                for start, _, lines in stream:
+                    yield self._count(spec, lines, start == 0)
+                    done += len(lines)
+            except storage.CompressedDataError as exc:
+                raise errors.SourceParseError.bad_compressed(spec.path, done + 1, storage.compression(spec.path),
+                                                             exc.truncated, exc.detail) from None
+            return
         lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-        result = self._encoders[ref.file].encode_block(lines, file_start=ref.start == 0)
+        found = blocks.looks_compressed(lines[0]) if ref.start == 0 and lines else None
+        if found is not None:
+            raise errors.SourceParseError.looks_compressed(spec.path, 1, *found)
+        yield self._count(spec, lines, ref.start == 0)
+
+    def _count(self, spec, lines: list, file_start: bool):
+        result = self._encoders[spec.index].encode_block(lines, file_start=file_start)
         good = result.status != BAD
         values, counts = np.unique(result.orig_count[good], return_counts=True)
-        yield spec.output, (dict(zip(values.tolist(), counts.tolist())), int((~good).sum()))
+        return spec.output, (dict(zip(values.tolist(), counts.tolist())), int((~good).sum()))
 

@@ -186,3 +186,52 @@ def test_plan_cli_errors(tmp_path, capsys):
     out = make_dataset(tmp_path)
     assert consumer_main(["plan", out, "--sizes", "9,3"]) == 2
     assert "ascending" in capsys.readouterr().err
+
+
+def _plan_job(tmp_path, files) -> Path:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        f"source: {{files: {json.dumps(files)}, fields: [[q, a]], templates: [{json.dumps(TEMPLATE)}]}}\n"
+        f"tokenizer: {{type: sentencepiece, files: [{DEMO_MODEL}]}}\n"
+        "units: {sizes: [[24, 48, 96]], build_batch: [8]}\n"
+        f"output: {{dir: {tmp_path / 'not_built'}, samples_per_shard: [4]}}\n")
+    return job
+
+
+def test_plan_of_compressed_files_and_patterns_is_the_plan_of_the_plain_file(tmp_path, capsys):
+    """plan read a .gz file's stored bytes as lines (every one a bad record: "no samples
+    to plan for", exit 0) and did not expand patterns (a missing-file error)."""
+    import gzip
+
+    rows = [r for r in dataset_rows() if isinstance(r, dict)]
+    src = write_jsonl(tmp_path / "plain" / "all.jsonl", rows)
+    assert consumer_main(["plan", str(_plan_job(tmp_path, [src])), "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    (tmp_path / "parts").mkdir()
+    raw = Path(src).read_bytes().split(b"\n")
+    (tmp_path / "parts" / "p0.jsonl.gz").write_bytes(gzip.compress(b"\n".join(raw[:10]) + b"\n"))
+    (tmp_path / "parts" / "p1.jsonl").write_bytes(b"\n".join(raw[10:]))
+    assert consumer_main(["plan", str(_plan_job(tmp_path, [str(tmp_path / "parts" / "p*")])), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got == want and got["samples"] == 26
+
+
+@pytest.mark.parametrize("damage", ["truncated", "fifo"])
+def test_plan_of_a_damaged_or_odd_input_fails(tmp_path, capsys, damage):
+    import gzip
+    import os
+
+    if damage == "truncated":
+        rows = [r for r in dataset_rows() if isinstance(r, dict)] * 20
+        whole = gzip.compress(Path(write_jsonl(tmp_path / "all.jsonl", rows)).read_bytes())
+        src = tmp_path / "cut.jsonl.gz"
+        src.write_bytes(whole[:len(whole) // 2])
+        expect = ["[english] SourceParseError", f"File: {src}", "truncated", "[vietnam] SourceParseError"]
+    else:
+        src = tmp_path / "pipe.jsonl"
+        os.mkfifo(src)
+        expect = ["[english] MintDimFileNotFoundError", "named pipe (FIFO)", "[vietnam] MintDimFileNotFoundError"]
+    assert consumer_main(["plan", str(_plan_job(tmp_path, [str(src)]))]) == 2
+    captured = capsys.readouterr()
+    assert all(text in captured.err for text in expect), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
