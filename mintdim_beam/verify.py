@@ -145,7 +145,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
         _compare_checksums(chk, meta, scans, sums)
     index_problems: list = []
     try:
-        index = rd.parse_sample_index(rd.read_index(path, rd.SAMPLE_INDEX, meta.manifest), index_problems)
+        index = rd.parse_sample_index_pieces(rd.index_pieces(path, rd.SAMPLE_INDEX, meta.manifest), index_problems)
     except FileNotFoundError:
         index = rd.parse_sample_index(b"")
     for p in index_problems:
