@@ -527,6 +527,8 @@ class OutputReader:
             size = file_size(full)
         except (FileNotFoundError, IndexError):
             raise ReaderError(f"{self.path}: {rel}: shard file not found") from None
+        if is_local(full) and not os.path.isfile(full):   # a directory in its place: no size to trust
+            raise ReaderError(f"{self.path}: {rel}: not a regular file (a shard is a file of records)")
         if size % record_bytes:
             raise ReaderError(f"{self.path}: {rel}: {size} bytes is not a whole number of {record_bytes}-byte "
                               f"records (truncated or corrupt shard)")

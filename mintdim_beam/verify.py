@@ -203,6 +203,11 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
                 chk.problem(rel, "shard is missing (later shards of the unit exist)")
                 scans[unit].append(_MISSING_SHARD)
                 continue
+            full = rd.join(meta.path, *rel.split("/"))
+            if rd.is_local(full) and not os.path.isfile(full):   # a directory in its place
+                chk.problem(rel, "not a regular file (a shard is a file of records)")
+                scans[unit].append(_MISSING_SHARD)
+                continue
             scan = _scan_shard(chk, meta, unit, rel, hashed)
             scans[unit].append(scan)
             if k < count - 1 and scan.records != sps:

@@ -372,3 +372,26 @@ def test_sources_with_blank_lines_bom_crlf_and_gzip_match_by_id(tmp_path):
      .run(on_overflow="truncate", on_template_unk="continue", on_bad_record="skip", echo=lambda *a, **k: None))
     report = verify_output(out, tokenizer="manifest", sample_rows=0)
     assert report.ok and report.retokenized == 12, messages(report)
+
+
+def test_a_directory_in_place_of_a_shard_is_a_problem(tmp_path, capsys):
+    """verify ended with "[Errno 21] Is a directory" (exit 2) and the reader with an
+    IsADirectoryError; both now report the shard."""
+    import shutil
+
+    from mintdim_beam.consumer_cli import main
+    from mintdim_beam.reader import ReaderError, open_output
+
+    out = Path(make_dataset(tmp_path))
+    shard = next(out.glob("unit_*/shard_000000.bin"))
+    rel = f"{shard.parent.name}/{shard.name}"
+    shard.unlink()
+    shard.mkdir()
+    assert main(["verify", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert f"{out}: {rel}: not a regular file (a shard is a file of records)" in captured.out
+    assert "Errno" not in captured.out + captured.err
+    unit = int(shard.parent.name.split("_")[1])
+    with pytest.raises(ReaderError, match=f"{rel}: not a regular file"):
+        list(open_output(str(out)).iter_unit(unit))
+    shutil.rmtree(shard)
