@@ -125,6 +125,7 @@ class BlockPlan:
     unit_rank: dict                       # declared unit -> rank of the block's first record
     extend: dict = field(default_factory=dict)   # local sample -> (unit, rank)
     meta: tuple = (0, 0)                  # (offset, length) of the pickled result in the spill
+    samples: int = 0                      # samples the block read
 
 
 @dataclass
@@ -205,7 +206,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
         bad = overflow_events = 0
         for s in ordered:
             plan = BlockPlan(s.file, s.block, out.index, sample_offset, line_offsets[(s.file, s.block)],
-                             dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))))
+                             dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))), samples=s.n_samples)
             for u, c in s.unit_counts.items():
                 unit_rank[u] += c
                 unit_tokens[u] += s.unit_tokens[u]

@@ -172,9 +172,14 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     # holds writers to the disk's pace (docs/decisions.md).
     storage.delete_tree(layout.spills_dir(out))
     blocks = sorted(key for key, bp in plan.blocks.items() if bp.output == out.index)
-    # The parts each block wrote (empty ones are not); a block without a result counts
-    # as having written all, so a missing part fails the copy rather than vanish.
-    written = {(r.file, r.block): r.written for r in part_results if r.output == out.index}
+    # The parts each block wrote (empty ones are not; a part of a run of blocks is named
+    # by its first, the others wrote none); a block without a result counts as having
+    # written all, so a missing part fails the copy rather than vanish.
+    written = {}
+    for r in part_results:
+        if r.output == out.index:
+            written.update(dict.fromkeys(r.blocks, ()))
+            written[(r.file, r.block)] = r.written
     dups = sorted((r.task, r.groups, r.samples) for r in dup_results if r.output == out.index)
     sums = {}   # path in the output -> sha256 hex: every data file, for SHA256SUMS
     part_sums = {(r.file, r.block): dict(r.sha256) for r in part_results if r.output == out.index}

@@ -78,6 +78,11 @@ DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
 #: An extended unit's shard is written in chunks of about this many bytes.
 EXTENDED_CHUNK_BYTES = 8 << 20
+#: With index_layout "file", consecutive blocks of an output up to this many samples in
+#: all write their index rows as one part (a block above it is a part alone). A corpus
+#: of many small files is as many small blocks, and a part per block and index was a
+#: file created per block and index, and a write task per block, for a few KB of rows.
+INDEX_GROUP_SAMPLES = 16384
 
 # One row of a block's hash spill: sorted by digest, 48 bytes.
 HASH_ROW = np.dtype([("digest", "u1", (32,)), ("sample_id", "<i8"), ("line", "<i8")])
@@ -151,9 +156,12 @@ class PartResult:
     samples_with_unk: int
     unk_tokens: int
     sha256: tuple = ()     # (index name, sha256 hex) of each part, with index_layout "parts"
-    #: The index files this block wrote a part of: with index_layout "single", a part
+    #: The index files this block wrote a part of: with index_layout "file", a part
     #: with no rows is not written (most blocks have no unk, overflow or bad-record rows).
     written: tuple = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
+    #: (file, block) of every block whose rows the part holds, in order, when it holds
+    #: more than its own (index_layout "file": a run of small blocks, ``_index_tasks``).
+    blocks: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -399,22 +407,32 @@ def _plan_from(config: BuildConfig, summaries):
     return make_plan(config, [unique[k] for k in sorted(unique)])
 
 
-def _write_index_part(config: BuildConfig, bp: BlockPlan) -> PartResult:
-    """One block's rows of the four per-sample index files."""
-    spec = config.files[bp.file]
-    out = config.outputs[bp.output]
-    meta = pickle.loads(storage.read_range(layout.block_spill(out, bp.file, bp.block), *bp.meta))
-    rows = indexes.block_index_rows(meta, bp, spec.path, max(out.sizes), out.samples_per_shard)
+def _write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
+    """The rows of the four per-sample index files of consecutive blocks (``plans``,
+    one block with index_layout "parts"), as one part each, named by the first block."""
+    first = plans[0]
+    out = config.outputs[first.output]
+    rows = {name: [] for name in PartResult.written}
+    with_unk = unk_tokens = 0
+    for bp in plans:
+        meta = pickle.loads(storage.read_range(layout.block_spill(out, bp.file, bp.block), *bp.meta))
+        block_rows = indexes.block_index_rows(meta, bp, config.files[bp.file].path, max(out.sizes),
+                                              out.samples_per_shard)
+        for name in PartResult.written:
+            rows[name].append(block_rows[name])
+        with_unk += block_rows["stats"]["samples_with_unk"]
+        unk_tokens += block_rows["stats"]["unk_tokens"]
+    rows = {name: b"".join(chunks) for name, chunks in rows.items()}
     sums = []
     written = PartResult.written
     if config.index_layout != "parts":   # concatenated by finalize, which skips the parts not written
         written = tuple(name for name in written if len(rows[name]))
     for name in written:
-        storage.write_bytes(layout.part_path(out, name, bp.file, bp.block), rows[name])
+        storage.write_bytes(layout.part_path(out, name, first.file, first.block), rows[name])
         if config.index_layout == "parts":   # published as they are: SHA256SUMS lists each part
             sums.append((name, hashlib.sha256(rows[name]).hexdigest()))
-    return PartResult(bp.output, bp.file, bp.block, rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"],
-                      tuple(sums), written)
+    covered = tuple((bp.file, bp.block) for bp in plans) if len(plans) > 1 else ()
+    return PartResult(first.output, first.file, first.block, with_unk, unk_tokens, tuple(sums), written, covered)
 
 
 def _sorted_hashes(result: BlockResult) -> np.ndarray:
@@ -444,11 +462,31 @@ def duplicate_tasks(input_bytes: int) -> int:
     return max(1, min(MAX_DUPLICATE_TASKS, -(-input_bytes // DUPLICATE_TASK_BYTES)))
 
 
-def _write_tasks(plan) -> list:
-    """The plan's shard tasks, block index tasks (``BlockPlan``) and duplicate tasks."""
+def _write_tasks(plan, index_layout: str = "file") -> list:
+    """The plan's shard tasks, index tasks (a tuple of consecutive ``BlockPlan``) and
+    duplicate tasks."""
     if plan.error is not None:
         return list(plan.shard_tasks)
-    return list(plan.shard_tasks) + [plan.blocks[k] for k in sorted(plan.blocks)] + list(plan.duplicate_tasks)
+    return list(plan.shard_tasks) + _index_tasks(plan, index_layout) + list(plan.duplicate_tasks)
+
+
+def _index_tasks(plan, index_layout: str) -> list:
+    """Blocks in order, one task each with index_layout "parts" (each block's part is
+    published as it is); otherwise runs of consecutive blocks of an output, up to
+    ``INDEX_GROUP_SAMPLES`` samples a run (finalize concatenates the parts in order, so
+    the index bytes are the same however the blocks are grouped)."""
+    tasks, run, samples = [], [], 0
+    for key in sorted(plan.blocks):
+        bp = plan.blocks[key]
+        if run and (index_layout == "parts" or bp.output != run[0].output
+                    or samples + bp.samples > INDEX_GROUP_SAMPLES):
+            tasks.append(tuple(run))
+            run, samples = [], 0
+        run.append(bp)
+        samples += bp.samples
+    if run:
+        tasks.append(tuple(run))
+    return tasks
 
 
 def _write_task_key(task):
@@ -456,7 +494,7 @@ def _write_task_key(task):
         return ("shard", task.output, task.unit, task.shard)
     if isinstance(task, DuplicateTask):
         return ("dups", task.output, task.task)
-    return ("block", task.file, task.block)
+    return ("block", task[0].file, task[0].block)
 
 
 def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
@@ -805,7 +843,7 @@ class UnitBuild(beam.PTransform):
         # one stage writes them all, spread over the workers together.
         written = (
             plan
-            | "ListWriteTasks" >> beam.FlatMap(_write_tasks)
+            | "ListWriteTasks" >> beam.FlatMap(_write_tasks, config.index_layout)
             | "SpreadWriteTasks" >> _Redistribute(_write_task_key)
             | "WriteOutputs" >> beam.ParDo(_WriteOutputsFn(config, shared, fs, self._word_encoder))
         )

@@ -81,3 +81,37 @@ def test_first_error_wins_by_file_then_line_and_blocks_tasks():
     assert plan.error["fields"]["line"] == 9 + 1 + 1
     assert plan.error["fields"]["reason"] == "invalid UTF-8"
     assert plan.shard_tasks == []
+
+
+def test_tasks_carry_where_each_section_of_a_spill_lies():
+    """Shard pieces, extended samples, hash spills and block plans carry the byte offset
+    of their section in the block's one spill file, so no reader opens its header."""
+    config = _config(files=("a.jsonl",), sps=10)
+    ovf = OverflowSample(1, 9, 0, (9,))
+    summary = BlockSummary(0, 0, 3, 3, {4: 2}, {4: 6}, (ovf,), 0, 1, None, 1,
+                           {"unit_4": (100, 40), "overflow": (140, 18), "meta": (158, 70), "hashes": (228, 160)})
+    plan = make_plan(config, [summary])
+    assert plan.blocks[(0, 0)].meta == (158, 70)
+    declared = [t for t in plan.shard_tasks if t.unit == 4]
+    assert declared[0].pieces == (Piece(0, 0, 0, 2, 100),)
+    extended = [t for t in plan.shard_tasks if t.unit == 9]
+    assert extended[0].overflow == ((0, 0, ovf, 140),)
+    assert plan.duplicate_tasks[0].spills == (HashSpill(0, 0, 0, 0, 228),)
+
+
+def test_index_tasks_group_small_consecutive_blocks_of_an_output():
+    """With index_layout "file", consecutive blocks of an output share one index task up
+    to INDEX_GROUP_SAMPLES samples; a larger block is a task alone; with "parts" every
+    block is its own task (its part is published as it is)."""
+    from mintdim_beam.transforms import INDEX_GROUP_SAMPLES, _index_tasks
+
+    config = _config(files=("a.jsonl", "b.jsonl", "c.jsonl"), outputs=("o1", "o1", "o2"))
+    small = INDEX_GROUP_SAMPLES // 3
+    plan = make_plan(config, [
+        _summary(0, 0, small, small, {}), _summary(0, 1, small, small, {}), _summary(0, 2, small, small, {}),
+        _summary(0, 3, small, small, {}), _summary(1, 0, 2 * INDEX_GROUP_SAMPLES, 2 * INDEX_GROUP_SAMPLES, {}),
+        _summary(1, 1, 5, 5, {}), _summary(2, 0, 5, 5, {}),
+    ])
+    keys = [[(bp.file, bp.block) for bp in task] for task in _index_tasks(plan, "file")]
+    assert keys == [[(0, 0), (0, 1), (0, 2)], [(0, 3)], [(1, 0)], [(1, 1)], [(2, 0)]]
+    assert [len(task) for task in _index_tasks(plan, "parts")] == [1] * 7
