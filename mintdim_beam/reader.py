@@ -27,273 +27,28 @@ file and ``open_output(..., checksums=True)`` for every shard it reads.
 from __future__ import annotations
 
 import hashlib
-import json
 import operator
 import os
-import posixpath
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+# Storage, index paths and metadata live in `output_files`; their names stay importable
+# from here, where callers have always found them.
+from .output_files import (LENGTH_FIELD, Metadata, exists, file_pieces, file_size,  # noqa: F401
+                           index_paths, index_pieces, is_local, iter_index, iter_jsonl, join,
+                           list_dir, read_bytes, read_index, read_json, read_metadata)
 from .record_checks import (CHECKSUMS, MANIFEST, SAMPLE_INDEX, ReaderError, RecordBatch,  # noqa: F401
                             checksum_problem, parse_checksums, record_problem)
 from .sample_index import (SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex,  # noqa: F401
                            parse_sample_index, parse_sample_index_pieces)
-from .shard_format import record_slots
 
-LENGTH_FIELD = "length_field.json"
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
-_DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}
 _REMOTE_SHARDS_CACHED = 4
 _CHECK_SLOTS = 1 << 22         # slots checked at once when reading in bulk (8-16 MiB)
-
-
-# --------------------------------------------------------------------------- storage
-
-
-def is_local(path: str) -> bool:
-    return "://" not in path
-
-
-def join(base: str, *parts: str) -> str:
-    if is_local(base):
-        return os.path.join(base, *parts)
-    return posixpath.join(base.rstrip("/"), *parts)
-
-
-def read_bytes(path: str) -> bytes:
-    """Whole file; remote paths go through Beam's ``FileSystems`` (imported here only)."""
-    if is_local(path):
-        with open(path, "rb") as f:
-            return f.read()
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return f.read()
-
-
-def exists(path: str) -> bool:
-    if is_local(path):
-        return os.path.exists(path)
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.exists(path)
-
-
-def file_size(path: str) -> int:
-    if is_local(path):
-        return os.path.getsize(path)
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-
-
-def list_dir(path: str) -> list[str]:
-    """Names (not paths) of the entries directly inside ``path``; [] when absent."""
-    if is_local(path):
-        return sorted(os.listdir(path)) if os.path.isdir(path) else []
-    from apache_beam.io.filesystems import FileSystems
-
-    prefix = path.rstrip("/") + "/"
-    try:
-        found = FileSystems.match([prefix + "**"])[0].metadata_list
-    except Exception:
-        return []
-    names = {m.path[len(prefix):].split("/", 1)[0] for m in found if m.path.startswith(prefix)}
-    return sorted(n for n in names if n)
-
-
-def read_json(path: str):
-    try:
-        return json.loads(read_bytes(path))
-    except FileNotFoundError:
-        raise ReaderError(f"{path}: file not found") from None
-    except ValueError as exc:
-        raise ReaderError(f"{path}: not valid JSON ({exc})") from None
-
-
-def iter_jsonl(path: str) -> Iterator[tuple[int, object]]:
-    """``(line number, parsed row)`` of a JSONL index file; a bad line yields ``(n, None)``."""
-    yield from _jsonl_rows(read_bytes(path), 1)
-
-
-def _jsonl_rows(data: bytes, first_line: int) -> Iterator[tuple[int, object]]:
-    for n, line in enumerate(data.split(b"\n"), start=first_line):
-        if not line.strip():
-            continue
-        try:
-            yield n, json.loads(line)
-        except ValueError:
-            yield n, None
-
-
-# --------------------------------------------------------------------------- index files
-
-
-def index_paths(path: str, name: str, manifest: Optional[dict] = None) -> list:
-    """Where the bytes of index ``name`` (``sample_index.jsonl``, ...) of the output
-    ``path`` are, in order.
-
-    One file ``DIR/name``; or, when the manifest says ``"indexes": {"layout": "parts"}``
-    (built with ``index_layout: parts``), its parts ``DIR/<stem>/part-00000.jsonl``, ...
-    in block order, as many as the manifest counts, whose concatenation is byte for byte
-    the single file. The reader, ``verify``, ``inspect``, ``plan`` and ``report`` read
-    index files through this, :func:`read_index` and :func:`iter_index` only.
-    ``manifest``: the parsed ``manifest.json`` when the caller has it.
-    """
-    if manifest is None:
-        try:
-            manifest = read_json(join(path, MANIFEST)) if exists(join(path, MANIFEST)) else {}
-        except ReaderError:
-            manifest = {}
-    found = manifest.get("indexes") if isinstance(manifest, dict) else None
-    if isinstance(found, dict) and found.get("layout") == "parts":
-        count = (found.get("parts") or {}).get(name)
-        if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
-            stem = name.rsplit(".", 1)[0]
-            return [join(path, stem, f"part-{k:05d}.jsonl") for k in range(count)]
-    return [join(path, name)]
-
-
-def read_index(path: str, name: str, manifest: Optional[dict] = None) -> bytes:
-    """The bytes of an index file, its parts concatenated (FileNotFoundError names a
-    missing file or part)."""
-    return b"".join(read_bytes(p) for p in index_paths(path, name, manifest))
-
-
-def index_pieces(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[bytes]:
-    """The bytes of an index file (its parts in order) a few MB at a time, so that a
-    parser never holds the whole text (FileNotFoundError names a missing file or part)."""
-    for part in index_paths(path, name, manifest):
-        yield from file_pieces(part)
-
-
-def file_pieces(path: str, size: int = 8 << 20) -> Iterator[bytes]:
-    """A file's bytes, ``size`` at a time (remote paths through Beam's ``FileSystems``)."""
-    if is_local(path):
-        f = open(path, "rb")
-    else:
-        from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
-
-        f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-    with f:
-        while True:
-            piece = f.read(size)
-            if not piece:
-                return
-            yield piece
-
-
-def iter_index(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[tuple[int, object]]:
-    """``(line number, parsed row)`` of every line of an index, as :func:`iter_jsonl`;
-    across parts, lines are numbered as in their concatenation. An absent index (or
-    part) has no rows: ``verify`` reports it as missing on its own."""
-    first = 1
-    for part in index_paths(path, name, manifest):
-        try:
-            data = read_bytes(part)
-        except FileNotFoundError:
-            continue
-        yield from _jsonl_rows(data, first)
-        first += data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
-# --------------------------------------------------------------------------- metadata
-
-
-@dataclass(frozen=True)
-class Metadata:
-    """What ``manifest.json`` and ``length_field.json`` say about the shards."""
-
-    path: str
-    manifest: dict
-    length_field: dict
-    sequence_template: tuple
-    dtype: np.dtype
-    magic: int
-    pad_id: int
-    unk_id: Optional[int]
-    vocab_size: Optional[int]
-    unit_sizes: tuple
-    samples_per_shard: int
-
-    @property
-    def n_segments(self) -> int:
-        return len(self.sequence_template)
-
-    @property
-    def bytes_per_token(self) -> int:
-        return self.dtype.itemsize
-
-    def slots(self, unit: int) -> int:
-        return record_slots(self.n_segments, unit)
-
-    def record_bytes(self, unit: int) -> int:
-        return self.slots(unit) * self.bytes_per_token
-
-    def shard_path(self, unit: int, shard: int) -> str:
-        """Path of a shard relative to the output directory (as in sample_index.jsonl)."""
-        return f"unit_{unit}/shard_{shard:06d}.bin"
-
-
-def read_metadata(path: str) -> Metadata:
-    """Load and cross-check ``manifest.json`` and ``length_field.json``.
-
-    The manifest is written last, so its absence means the build never published; a
-    ``UNIT_BUILD_FAILED.md`` marker says the build failed.
-    """
-    manifest_path = join(path, MANIFEST)
-    if not exists(manifest_path):
-        failed = [u for u in list_dir(path) if exists(join(path, u, "UNIT_BUILD_FAILED.md"))]
-        why = f" (the build failed: see {failed[0]}/UNIT_BUILD_FAILED.md)" if failed else ""
-        raise ReaderError(f"{path}: no {MANIFEST}; not a published mintdim output{why}")
-    manifest = read_json(manifest_path)
-    lf = read_json(join(path, LENGTH_FIELD))
-    if not isinstance(manifest, dict) or not isinstance(lf, dict):
-        raise ReaderError(f"{path}: {MANIFEST} and {LENGTH_FIELD} must hold JSON objects")
-    dtype_name = lf.get("token_dtype")
-    if dtype_name not in _DTYPES:
-        raise ReaderError(f"{join(path, LENGTH_FIELD)}: token_dtype must be uint16 or uint32, got {dtype_name!r}")
-    dtype, magic = _DTYPES[dtype_name]
-    problems = []
-    if lf.get("magic") != magic:
-        problems.append(f"{LENGTH_FIELD} magic is {lf.get('magic')!r}, {dtype_name} needs {magic}")
-    template = lf.get("sequence_template")
-    if not isinstance(template, list) or not template or not all(isinstance(s, str) for s in template):
-        problems.append(f"{LENGTH_FIELD} sequence_template must be a non-empty list of names")
-    elif manifest.get("sequence_template") != template:
-        problems.append(f"{MANIFEST} sequence_template differs from {LENGTH_FIELD}")
-    storage = manifest.get("token_storage") or {}
-    if storage.get("dtype") != dtype_name or storage.get("magic") != magic:
-        problems.append(f"{MANIFEST} token_storage {storage} differs from {LENGTH_FIELD} ({dtype_name}, {magic})")
-    tokenizer = manifest.get("tokenizer") or {}
-    pad_id = lf.get("pad_token_id")
-    if not isinstance(pad_id, int) or tokenizer.get("pad_id", pad_id) != pad_id:
-        problems.append(f"pad id: {LENGTH_FIELD} says {pad_id!r}, {MANIFEST} says {tokenizer.get('pad_id')!r}")
-    sizes = (manifest.get("units") or {}).get("sizes")
-    if not isinstance(sizes, list) or not sizes or not all(isinstance(s, int) and s > 0 for s in sizes) \
-            or sizes != sorted(set(sizes)):
-        problems.append(f"{MANIFEST} units.sizes must be ascending positive integers, got {sizes!r}")
-    elif max(sizes) > np.iinfo(dtype).max:
-        # Header lengths of such a unit do not fit the slots: a dataset written so has
-        # wrapped lengths (DESIGN.md §5 widens the slots instead).
-        problems.append(f"unit size {max(sizes)} does not fit {dtype_name} header slots (at most "
-                        f"{np.iinfo(dtype).max}): its lengths would have wrapped; rebuild the dataset")
-    sps = (manifest.get("output") or {}).get("samples_per_shard")
-    if not isinstance(sps, int) or sps <= 0:
-        problems.append(f"{MANIFEST} output.samples_per_shard must be a positive integer, got {sps!r}")
-    if problems:
-        raise ReaderError(f"{path}: " + "; ".join(problems))
-    return Metadata(
-        path=path, manifest=manifest, length_field=lf, sequence_template=tuple(template),
-        dtype=dtype, magic=magic, pad_id=pad_id, unk_id=tokenizer.get("unk_id"),
-        vocab_size=tokenizer.get("vocab_size"), unit_sizes=tuple(sizes), samples_per_shard=sps,
-    )
 
 
 # --------------------------------------------------------------------------- samples

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 import numpy as np
 
 if TYPE_CHECKING:
-    from .reader import Metadata
+    from .output_files import Metadata
 
 MANIFEST = "manifest.json"
 SAMPLE_INDEX = "sample_index.jsonl"
