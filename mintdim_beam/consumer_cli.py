@@ -20,6 +20,7 @@ ends with its default), its name in ``COMMANDS``, and a branch in :func:`run`.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -140,6 +141,11 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
     except (ReaderError, ReportError, errors.MintDimError) as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # Whoever read the output stopped early (`... | head`): nothing went wrong here.
+        # Later writes to the closed pipe go to /dev/null so the exit prints nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (OSError, ValueError, KeyError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"mintdim-beam {command}: {message}", file=sys.stderr)

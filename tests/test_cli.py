@@ -318,3 +318,19 @@ def test_demo_help_names_the_demos_own_policies(capsys):
     options = dict(_help_entries(capsys.readouterr().out, "options"))
     assert options["--on-overflow {abort,truncate,skip,extend}"].endswith("(default: extend)")
     assert options["--on-bad-record {abort,skip}"].endswith("(default: skip)")
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    """``mintdim-beam inspect ... | head``: the closed pipe ends the command quietly, exit 0."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "demo"
+    assert main(["demo", str(out), "--quiet"]) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli", "inspect", str(out / "instructions"),
+                             "--sample-id", "3", "--ids"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()               # the reader is gone before the command writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception ignored" not in err
