@@ -7,7 +7,7 @@ widening declared units' spills when only ``extend`` needs uint32 slots.
    next to laying the slice out (``layout_units``), which every build does.
 2. A shard assembled from ``--mb`` MB of uint16 records: the byte copy of every common
    build (``storage.write_ranges``) against the widening copy to uint32 slots
-   (``transforms._widened``), with the widening's peak Python/numpy allocation
+   (``write_stage._widened``), with the widening's peak Python/numpy allocation
    (tracemalloc), which its chunking bounds whatever the shard's size.
 """
 
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mintdim_beam import storage  # noqa: E402
 from mintdim_beam.shard_format import UINT16, UINT32, check_fits, layout_units, record_slots  # noqa: E402
-from mintdim_beam.transforms import _widened  # noqa: E402
+from mintdim_beam.write_stage import _widened  # noqa: E402
 
 
 def best(f, repeat: int = 5) -> float:

@@ -399,7 +399,7 @@ def test_overflow_extend_adds_units_in_sample_order(tmp_path, tok, wordlevel):
 def test_extended_unit_shards_are_written_in_chunks(tmp_path, wordlevel, monkeypatch):
     """An extended unit's shard is assembled a few records at a time (a wide unit times
     many samples would otherwise be held whole); the bytes are the reference's."""
-    from mintdim_beam import storage, transforms
+    from mintdim_beam import storage, write_stage
 
     chunks = {}
     real_write = storage.write_bytes
@@ -412,7 +412,7 @@ def test_extended_unit_shards_are_written_in_chunks(tmp_path, wordlevel, monkeyp
 
     monkeypatch.setattr(storage, "write_bytes", counting_write)
     # two records of unit 10 per chunk: uint16 tokens, the magic and one length per record
-    monkeypatch.setattr(transforms, "EXTENDED_CHUNK_BYTES", 2 * (1 + 1 + 10) * 2)
+    monkeypatch.setattr(write_stage, "EXTENDED_CHUNK_BYTES", 2 * (1 + 1 + 10) * 2)
     counts = [10, 3, 9, 10, 1, 8, 10, 12, 6]
     f = write_jsonl(tmp_path / "one.jsonl", [{"text": words(n)} for n in counts])
     result = build_and_compare(

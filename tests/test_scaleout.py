@@ -186,11 +186,11 @@ def test_dask_partitions_follow_the_cluster(tmp_path, dask_cluster):
 def test_duplicate_search_split_into_digest_ranges_gives_identical_bytes(corpus, monkeypatch):
     """Many duplicate tasks (a few hashes each, rows written a few members at a time),
     merged at finalize: same bytes."""
-    from mintdim_beam import transforms
+    from mintdim_beam import transforms, write_stage
 
     root, job, base = corpus
     monkeypatch.setattr(transforms, "DUPLICATE_TASK_BYTES", 37 * 64)
-    monkeypatch.setattr(transforms, "DUPLICATE_MEMBERS_PER_CHUNK", 3)
+    monkeypatch.setattr(write_stage, "DUPLICATE_MEMBERS_PER_CHUNK", 3)
     other = _build_elsewhere(root, job, "digest_ranges", build_batch=[16], block_size=1024)
     _assert_same(base, other)
     staged = json.loads(Path(other[0], "stats.json").read_text())

@@ -1,0 +1,250 @@
+"""The encode stage: read a block, encode it, spill it to staging, emit its summary.
+
+Separate from the write stage and from the wiring (``transforms``) because it is the
+one stage that tokenizes: it owns the block encoders (one per set of file settings,
+with their encode threads), the reading of plain and compressed inputs block by
+block, and the layout of a block's spill (records, overflow tokens, metadata and
+content hashes cut into the output's digest ranges), which the write stage reads back.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Optional
+
+import numpy as np
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.shared import Shared
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from . import blocks, errors, layout, options, progress, storage
+from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult, spill_header
+from .config import BuildConfig, OutputSpec
+from .plan import BlockRef, BlockSummary, OverflowSample
+from .records import BlockEncoder
+from .stage_base import _DIGEST, HASH_ROW, NAMESPACE, _load_tokenizers, _StorageDoFn
+from .tokenizers import SENTENCEPIECE
+
+def encode_pool(kind: str, threads: int) -> int:
+    """The encoder's pool size for a tokenizer kind, given the process's encode threads
+    (``options.encode_threads``: ``--encode_threads`` or the process's share of cores).
+
+    SentencePiece releases the GIL but parallelises a batch poorly by itself, so each
+    thread is a single-threaded encode call of its own, overlapped with the parsing on
+    the main thread; with one thread there is nothing to overlap with, and the process
+    encodes on its own thread (no pool): a pool thread on one core only took turns with
+    the parsing (docs/decisions.md). HF tokenizers spread one batch over their own
+    thread pool, so one pool thread (overlap only) is enough; more only fight over the
+    same cores.
+    """
+    if kind != SENTENCEPIECE:
+        return 1
+    return 0 if threads <= 1 else threads
+
+
+def encoder_key(spec) -> tuple:
+    """What a block encoder depends on in a file's settings (not its path or output)."""
+    return (spec.tokenizer, spec.fields, spec.segments, spec.sizes, spec.build_batch)
+
+
+class _EncodeBlockFn(_StorageDoFn):
+    """Read one block, encode it, spill its records, metadata and content hashes; emit
+    its summary."""
+
+    def __init__(self, config: BuildConfig, shared: Shared, filesystem_options: Optional[dict],
+                 pipelined: bool = False, word_encoder: bool = True, encode_threads: Optional[int] = None,
+                 encode_sharers: int = options.PER_CORE, duplicate_tasks: Optional[dict] = None):
+        super().__init__(filesystem_options)
+        self._config = config
+        self._shared = shared
+        self._duplicate_tasks = duplicate_tasks or {}
+        self._pipelined = pipelined
+        self._word_encoder = word_encoder
+        self._explicit_threads = encode_threads
+        self._encode_sharers = encode_sharers
+        self.encode_threads = None   # resolved in setup(), on the worker
+        self._samples = Metrics.counter(NAMESPACE, "samples")
+        self._bad = Metrics.counter(NAMESPACE, "bad_records")
+        # Input bytes and planned blocks done (a compressed file's when its last streamed
+        # block is spilled): at the end, the input's size and the plan's block count.
+        self._bytes = Metrics.counter(NAMESPACE, "bytes_read")
+        self._blocks_done = Metrics.counter(NAMESPACE, "blocks_done")
+        self._tokens = Metrics.counter(NAMESPACE, "tokens")
+        # (file, spilled block) -> input bytes of the planned block its spill completes
+        self._completes = {}
+
+    def setup(self):
+        super().setup()
+        config, words = self._config, self._word_encoder
+        self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
+        self._encoders = {}
+        self.encode_threads = options.encode_threads(self._explicit_threads, self._encode_sharers)
+
+    def _encoder(self, file: int) -> BlockEncoder:
+        """The encoder of a file's settings, shared by every file with the same ones.
+
+        A corpus is often thousands of files with one set of settings: one encoder
+        each would cost its construction (literal tokens, layout tables), its caches
+        and its encode threads per file (5,000 files held 10,000 threads). An
+        encoder's errors name the first file it was built for; the plan names the
+        file of the block that reported the error (``plan._first_error``), and
+        bad-record rows take their file from the plan, so nothing reads that name.
+        """
+        spec = self._config.files[file]
+        key = encoder_key(spec)
+        if key not in self._encoders:
+            self._encoders[key] = BlockEncoder(spec, self._tokenizers[spec.tokenizer], self._config.policies,
+                                               encode_threads=encode_pool(spec.tokenizer.kind,
+                                                                          self.encode_threads))
+        return self._encoders[key]
+
+    def start_bundle(self):
+        for encoder in self._encoders.values():
+            encoder.reset()   # nothing left over from a failed bundle
+        self._completes.clear()
+
+    def process(self, ref: BlockRef):
+        spec = self._config.files[ref.file]
+        if storage.is_compressed(spec.path):
+            # One planned block: read from the start, in blocks cut as it goes.
+            stream = blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)
+            b, held, broken = 0, None, None
+            while True:   # one block ahead, to know the last one
+                try:
+                    following = next(stream, None)
+                except storage.CompressedDataError as exc:
+                    following, broken = None, exc
+                if held is not None:
+                    start, end, lines = held
+                    if following is None and broken is None:   # the file is done when its last block is spilled
+                        self._completes[(ref.file, b)] = ref.end - ref.start
+                    yield from self._encode(BlockRef(ref.file, b, start, end), lines)
+                    b += 1
+                if following is None:
+                    break
+                held = following
+            if broken is not None:
+                # Corrupt or truncated: one more block, of no line, holds the error, so
+                # the plan numbers it after every whole line before it. Fatal whatever
+                # the bad-record policy (the rest of the file cannot be read).
+                err = errors.SourceParseError.bad_compressed(spec.path, 1, storage.compression(spec.path),
+                                                             broken.truncated, broken.detail)
+                yield BlockSummary(ref.file, b, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
+            return
+        self._completes[(ref.file, ref.block)] = ref.end - ref.start
+        lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+        found = blocks.looks_compressed(lines[0]) if ref.start == 0 and lines else None
+        if found is not None:
+            err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
+            yield BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
+            return
+        yield from self._encode(ref, lines)
+
+    def _encode(self, ref: BlockRef, lines: list):
+        # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
+        # later block of the bundle is processed, or in finish_bundle.
+        encoder = self._encoder(ref.file)
+        if not self._pipelined:
+            yield self._spill(ref, encoder.encode_block(lines, file_start=ref.start == 0))
+            return
+        for done, result in encoder.feed(ref, lines, file_start=ref.start == 0):
+            yield self._spill(done, result)
+
+    def finish_bundle(self):
+        for encoder in self._encoders.values():
+            for done, result in encoder.drain():
+                yield WindowedValue(self._spill(done, result), MIN_TIMESTAMP, [GlobalWindow()])
+
+    def teardown(self):
+        for encoder in getattr(self, "_encoders", {}).values():
+            encoder.close()
+
+    def _spill(self, ref: BlockRef, result: BlockResult) -> BlockSummary:
+        self._samples.inc(result.n_samples)
+        self._bad.inc(len(result.bad))
+        out = self._config.outputs[self._config.files[ref.file].output]
+        dtype = self._tokenizers[out.tokenizer].storage.numpy_dtype
+        completed = self._completes.pop((ref.file, ref.block), None)
+        written = (result.status == OK) | (result.status == OVF_TRUNCATE)
+        unit_tokens = {unit: int(result.token_count[written & (result.unit == unit)].sum()) for unit in result.records}
+        figures = progress.Figures(completed or 0, int(completed is not None), result.n_samples,
+                                   sum(unit_tokens.values()))
+        self._bytes.inc(figures.bytes)
+        self._blocks_done.inc(figures.blocks)
+        self._tokens.inc(figures.tokens)
+        # The figures go in the spill's header for the launcher's progress display
+        # (progress.SpillWatcher, local runs): the spill appears whole or not at all.
+        return _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype, unit_tokens, figures)
+
+
+def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks: int,
+           token_dtype: np.dtype, unit_tokens: dict, figures: progress.Figures) -> BlockSummary:
+    """Write a block's records, metadata and content hashes to staging, as one file
+    (``layout.block_spill``); return its summary, which says where each section lies.
+
+    The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
+    ranges is one slice of the spill; the bounds, first in the section, say where each
+    begins. Overflow tokens are spilled in the shards' ``token_dtype``, the type they
+    are written in (a quarter of int64's bytes for a vocabulary of up to 65,535 ids).
+    """
+    sections = {}   # name -> chunks, in file order
+    unit_counts = {}
+    for unit, records in result.records.items():
+        sections[f"unit_{unit}"] = [storage.byte_view(records)]
+        unit_counts[unit] = int(records.shape[0])
+    overflow = ()
+    if len(result.overflow_samples):
+        sizes = result.overflow_lengths.sum(axis=1)
+        offsets = np.cumsum(sizes) - sizes
+        overflow = tuple(
+            OverflowSample(int(s), int(c), int(o), tuple(int(x) for x in lens))
+            for s, c, o, lens in zip(result.overflow_samples, sizes, offsets, result.overflow_lengths)
+        )
+        sections["overflow"] = [storage.byte_view(result.overflow_tokens.astype(token_dtype))]
+    meta = BlockResult(
+        n_lines=result.n_lines, local_line=result.local_line, status=result.status,
+        token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,
+        digests=result.digests, empty_fields=result.empty_fields, unk=result.unk, bad=result.bad,
+    )
+    sections["meta"] = [pickle.dumps(meta, protocol=5)]
+    first_error = None
+    if result.first_error is not None:
+        sample, line, err = result.first_error
+        first_error = (sample, line, err.to_dict())
+    over = int(np.isin(result.status, (2, 3, 4)).sum())
+    hashes = _sorted_hashes(result)
+    if len(hashes):
+        bounds = _range_bounds(hashes, duplicate_tasks).astype("<i8")
+        sections["hashes"] = [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
+                              storage.byte_view(hashes)]
+    header, places = spill_header({name: sum(len(c) for c in chunks) for name, chunks in sections.items()},
+                                         figures.to_dict())
+    storage.write_bytes(layout.block_spill(out, ref.file, ref.block),
+                        [header] + [c for chunks in sections.values() for c in chunks])
+    return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
+                        overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0,
+                        {name: tuple(place) for name, place in places.items()})
+
+
+def _sorted_hashes(result: BlockResult) -> np.ndarray:
+    """The block's rendered samples as HASH_ROW rows (block-local sample id, 1-based
+    local line), sorted by digest then sample id."""
+    rendered = np.nonzero(result.status != BAD)[0]
+    rows = np.zeros(len(rendered), HASH_ROW)
+    if not len(rendered):
+        return rows
+    rows["digest"] = result.digests[rendered]
+    rows["sample_id"] = rendered
+    rows["line"] = result.local_line[rendered].astype(np.int64) + 1
+    keys = np.ascontiguousarray(rows["digest"]).view(_DIGEST).reshape(-1)
+    return rows[np.argsort(keys, kind="stable")]
+
+
+def _range_bounds(rows: np.ndarray, tasks: int) -> np.ndarray:
+    """Row offsets where each of ``tasks`` equal ranges of the digest space begins."""
+    prefix = np.ascontiguousarray(rows["digest"][:, :8]).view(">u8").reshape(-1)
+    edges = [(t << 64) // tasks for t in range(1, tasks)]
+    inner = np.searchsorted(prefix, np.array(edges, dtype=np.uint64), side="left") if edges else []
+    return np.concatenate([[0], inner, [len(rows)]]).astype(np.int64)
