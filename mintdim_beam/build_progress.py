@@ -81,14 +81,16 @@ def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stre
         return Progress(contextlib.nullcontext())
     refs = [r for r in blocks.plan_blocks(config) if config.files[r.file].output in outputs]
     display = progress.ProgressDisplay(stream, progress.Figures(sum(r.end - r.start for r in refs), len(refs)))
-    if is_local(runner_name):
-        dirs = [layout.spills_dir(o) for o in config.outputs if o.index in outputs]
-        return Progress(progress.watching(progress.SpillWatcher(dirs, since), display))
-
     def on_counters(counters: dict) -> None:
         display.update(progress.Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),
                                         counters.get("samples", 0), counters.get("tokens", 0)))
 
+    if is_local(runner_name):
+        # The watcher shows the spills as they appear; the runner's final counters end
+        # the display, since a short build may publish (and remove its spills) between
+        # two looks of the watcher.
+        dirs = [layout.spills_dir(o) for o in config.outputs if o.index in outputs]
+        return Progress(progress.watching(progress.SpillWatcher(dirs, since), display), on_counters)
     return Progress(_closing(display), on_counters)
 
 

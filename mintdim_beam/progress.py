@@ -177,6 +177,8 @@ class ProgressDisplay:
             return
         now = self._clock()
         complete = done.blocks >= self._total.blocks
+        if self._finished and not complete:
+            return   # the spills of a finished build may already be gone: never show less
         due = force or now - self._last >= self._interval or (complete and not self._finished)
         if not due or (complete and self._finished and not force):
             return

@@ -94,6 +94,8 @@ def test_plain_display_writes_a_line_at_most_every_interval_and_one_when_every_b
     display.update(Figures(200_000_000, 50, 5000, 0))     # every block done: at once
     clock.now = 123.0
     display.update(Figures(200_000_000, 50, 5000, 0))     # and only once
+    clock.now = 140.0
+    display.update(Figures(8_000_000, 2, 200, 0))          # spills already removed: never less
     display.close()
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 and "(100.0%), blocks 50/50" in lines[2]
