@@ -84,11 +84,16 @@ def main(argv=None) -> None:
     parser.add_argument("--tokenizers", default="sp,bpe")
     parser.add_argument("--sp-model", default=bench.DEFAULT_SP)
     parser.add_argument("--work", default=os.path.join(HERE, ".work"))
+    parser.add_argument("--corpus", help="the small corpus (default: the generated one of --mb MB)")
+    parser.add_argument("--corpus-large", help="the large corpus, with --corpus (e.g. made by make_corpus.py "
+                                               "--tile ... --unique with another --seed)")
     args = parser.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
+    if bool(args.corpus) != bool(args.corpus_large):
+        parser.error("--corpus and --corpus-large go together")
 
-    small = bench.ensure_corpus(args.work, args.mb)
-    large = bench.ensure_corpus(args.work, args.mb * args.factor)
+    small = args.corpus or bench.ensure_corpus(args.work, args.mb)
+    large = args.corpus_large or bench.ensure_corpus(args.work, args.mb * args.factor)
     kinds = []
     for t in args.tokenizers.split(","):
         if t == "sp":
@@ -103,8 +108,9 @@ def main(argv=None) -> None:
           f"2 processes {floor['2 processes']:.2f} s", flush=True)
     for kind, tokenizer in kinds:
         ratios, startups = [], []
-        print(f"\n== {kind}: {os.path.basename(tokenizer)}, {args.mb:g} MB -> {args.mb * args.factor:g} MB ==",
-              flush=True)
+        print(f"\n== {kind}: {os.path.basename(tokenizer)}, {os.path.basename(small)} "
+              f"({os.path.getsize(small) / 1e6:.0f} MB) -> {os.path.basename(large)} "
+              f"({os.path.getsize(large) / 1e6:.0f} MB) ==", flush=True)
         for run in range(1, args.runs + 1):
             b_small = _build(args.work, small, kind, tokenizer)
             l_small = _bare(small, kind, tokenizer)
