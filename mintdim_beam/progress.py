@@ -72,26 +72,23 @@ class Figures:
 # --------------------------------------------------------------------------- formatting
 
 
+def _scaled(n: float, units: tuple, sep: str) -> str:
+    """``n`` in steps of 1000 with three significant digits: ``12.3<sep>MB``."""
+    for unit in units:
+        n /= 1000
+        if n < 1000 or unit == units[-1]:
+            return f"{n:.3g}{sep}{unit}" if n < 100 else f"{n:.0f}{sep}{unit}"
+    raise AssertionError("unreachable")
+
+
 def format_size(n: float) -> str:
     """Decimal units, as the rates (MB/s) are: ``950 B``, ``12.3 MB``, ``1.07 GB``."""
-    if n < 1000:
-        return f"{int(n)} B"
-    for unit in ("kB", "MB", "GB", "TB"):
-        n /= 1000
-        if n < 1000 or unit == "TB":
-            return f"{n:.3g} {unit}" if n < 100 else f"{n:.0f} {unit}"
-    raise AssertionError("unreachable")
+    return f"{int(n)} B" if n < 1000 else _scaled(n, ("kB", "MB", "GB", "TB"), " ")
 
 
 def format_count(n: float) -> str:
     """``950``, ``12.3k``, ``4.56M``, ``1.2G``: three significant digits."""
-    if n < 1000:
-        return f"{n:.0f}"
-    for suffix in ("k", "M", "G", "T"):
-        n /= 1000
-        if n < 1000 or suffix == "T":
-            return f"{n:.3g}{suffix}" if n < 100 else f"{n:.0f}{suffix}"
-    raise AssertionError("unreachable")
+    return f"{n:.0f}" if n < 1000 else _scaled(n, ("k", "M", "G", "T"), "")
 
 
 def format_duration(seconds: float) -> str:

@@ -417,3 +417,21 @@ def expected_segments(tokenizer: DirectTokenizer, template: str, row: dict) -> l
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def refused_by_cli(capsys, argv, error: str, *facts: str) -> tuple[str, str]:
+    """Run ``mintdim-beam ARGV``; it must exit 2 without a traceback, with ``error`` heading
+    both the English and the Vietnamese block and each fact in the English one. Returns
+    the two blocks."""
+    from mintdim_beam.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    english, vietnamese = err[err.index("[english]"):].split("[vietnam]")
+    assert english.startswith(f"[english] {error}:"), err
+    assert vietnamese.startswith(f" {error}:"), err
+    for fact in facts:
+        assert fact in english, (fact, err)
+    return english, vietnamese

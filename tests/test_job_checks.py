@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTDATA, OutputDir, write_jsonl
+from conftest import TESTDATA, OutputDir, refused_by_cli, write_jsonl
 from mintdim_beam import errors, pipeline
 from mintdim_beam.cli import main
 
@@ -52,17 +52,7 @@ def _write_job(tmp_path: Path, **override) -> str:
 
 
 def _refused(capsys, argv, error: str, *facts: str) -> tuple[str, str]:
-    """Run the CLI; it must exit 2 with ``error`` in both blocks and each fact in English."""
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    english, vietnamese = err[err.index("[english]"):].split("[vietnam]")
-    assert english.startswith(f"[english] {error}:"), err
-    assert vietnamese.startswith(f" {error}:"), err
-    for fact in facts:
-        assert fact in english, (fact, english)
-    return english, vietnamese
+    return refused_by_cli(capsys, argv, error, *facts)
 
 
 # --------------------------------------------------------------------------- unit sizes

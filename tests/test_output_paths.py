@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTDATA, OutputDir, write_jsonl
+from conftest import TESTDATA, OutputDir, refused_by_cli, write_jsonl
 from mintdim_beam.cli import main
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
@@ -44,16 +44,7 @@ def _job(tmp_path: Path, *, files=None, tokenizer=TOKENIZER, outputs) -> str:
 
 
 def _refused(capsys, job: str, error: str, *facts: str) -> tuple[str, str]:
-    code = main(["build", job])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    english, vietnamese = err[err.index("[english]"):].split("[vietnam]")
-    assert english.startswith(f"[english] {error}:"), err
-    assert vietnamese.startswith(f" {error}:"), err
-    for fact in facts:
-        assert fact in english, (fact, err)
-    return english, vietnamese
+    return refused_by_cli(capsys, ["build", job], error, *facts)
 
 
 def _tree(path: Path) -> list:
