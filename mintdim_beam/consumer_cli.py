@@ -47,11 +47,13 @@ def add_subcommands(subparsers) -> dict:
         "verify", help="re-read every shard and check it against the indexes", epilog=FS_OPTIONS_HELP,
         description="Check shards (magic, headers, pad tails, token ids, record counts), sample_index.jsonl "
                     "positions, the stats and histogram figures, and every file against SHA256SUMS.")
-    p.add_argument("dirs", nargs="+", metavar="DIR", help="output directory of a build (local, gs:// or s3://)")
+    # DIR is checked after parsing (_verify_targets): argparse would hand the first DIR
+    # to a --tokenizer written before it.
+    p.add_argument("dirs", nargs="*", metavar="DIR", help="output directory of a build (local, gs:// or s3://)")
     p.add_argument("--tokenizer", nargs="?", const="manifest", metavar="PATH",
                    help="also match every row to its source line by sample id and re-tokenize a sample of "
-                        "rows from those lines; without PATH the tokenizer named in manifest.json "
-                        "(default: no source checks)")
+                        "rows from those lines; without PATH the tokenizer named in manifest.json. A "
+                        "directory right after --tokenizer is a DIR, not its PATH (default: no source checks)")
     p.add_argument("--sample", type=int, default=64, metavar="N",
                    help="rows to re-tokenize with --tokenizer, spread over the dataset, 0 for all (default: 64)")
     p.add_argument("--no-checksums", dest="checksums", action="store_false",
@@ -59,7 +61,7 @@ def add_subcommands(subparsers) -> dict:
                         "(default: compare)")
     p.add_argument("--max-problems", type=int, default=200, metavar="N",
                    help="problems listed per directory; all are counted (default: 200)")
-    p.set_defaults(consumer_command="verify")
+    p.set_defaults(consumer_command="verify", usage_error=p.error)
 
     p = parsers["inspect"] = subparsers.add_parser(
         "inspect", help="print one sample's segments, decoded to text", epilog=FS_OPTIONS_HELP,
@@ -138,6 +140,8 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
             return _report(args)
         if command == "export":
             return _export(args)
+    except SystemExit as exc:   # verify's usage errors, found once paths can be looked at
+        return exc.code if isinstance(exc.code, int) else flags.EXIT_USAGE
     except (ReaderError, ReportError, errors.MintDimError) as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
@@ -176,14 +180,15 @@ def _verify(args) -> int:
     from . import reader
     from .verify import verify_output
 
-    missing = [path for path in args.dirs if not _is_directory(path, reader)]
+    dirs, tokenizer = _verify_targets(args, reader)
+    missing = [path for path in dirs if not _is_directory(path, reader)]
     if missing:
         # Nothing to verify is an error in the command (exit 2), not a problem found in a
         # dataset (exit 1): a typo'd path must not read as a damaged dataset.
         raise ValueError(f"no such directory: {', '.join(missing)}")
     status = 0
-    for path in args.dirs:
-        report = verify_output(path, tokenizer=args.tokenizer, sample_rows=args.sample,
+    for path in dirs:
+        report = verify_output(path, tokenizer=tokenizer, sample_rows=args.sample,
                                checksums=args.checksums)
         for problem in report.problems[:args.max_problems]:
             print(f"{path}: {problem}")
@@ -193,6 +198,25 @@ def _verify(args) -> int:
         if not report.ok:
             status = EXIT_PROBLEMS
     return status
+
+
+def _verify_targets(args, reader) -> tuple[list, Optional[str]]:
+    """(the DIRs to verify, the tokenizer: None, "manifest" or a PATH).
+
+    ``--tokenizer`` takes an optional PATH, so argparse gives it whatever word follows:
+    ``verify --tokenizer DIR`` would read the dataset as the tokenizer. A tokenizer is a
+    file and a dataset a directory, so a --tokenizer value that is a directory is the
+    first DIR and the manifest's tokenizer is meant; with no DIR left at all the command
+    is a usage error (exit 64) that says how the words were read."""
+    dirs, tokenizer = list(args.dirs), args.tokenizer
+    if tokenizer not in (None, "manifest") and _is_directory(tokenizer, reader):
+        dirs, tokenizer = [tokenizer, *dirs], "manifest"
+    if not dirs:
+        if tokenizer in (None, "manifest"):
+            args.usage_error("the following arguments are required: DIR")
+        args.usage_error(f"no DIR to verify: --tokenizer took {tokenizer!r} as its PATH, and that is not a "
+                         f"directory (give the dataset directory: verify DIR --tokenizer [PATH])")
+    return dirs, tokenizer
 
 
 def _is_directory(path: str, reader) -> bool:

@@ -395,3 +395,34 @@ def test_a_directory_in_place_of_a_shard_is_a_problem(tmp_path, capsys):
     with pytest.raises(ReaderError, match=f"{rel}: not a regular file"):
         list(open_output(str(out)).iter_unit(unit))
     shutil.rmtree(shard)
+
+
+def test_tokenizer_flag_before_or_after_the_directories(built, tmp_path, capsys):
+    """``verify --tokenizer DIR`` took DIR as the tokenizer and exited 64 for a missing
+    DIR; a directory after --tokenizer is a dataset, a file is the tokenizer."""
+    from mintdim_beam.cli import main
+    from test_reader import DEMO_MODEL
+
+    second = shutil.copytree(built, tmp_path / "second")
+    for argv in (["verify", "--tokenizer", built, "--sample", "4"],
+                 ["verify", built, "--tokenizer", "--sample", "4"],
+                 ["verify", "--tokenizer", DEMO_MODEL, built, "--sample", "4"],
+                 ["verify", built, "--tokenizer", DEMO_MODEL, "--sample", "4"],
+                 ["verify", "--tokenizer", built, str(second), "--sample", "4"],
+                 ["verify", built, "--tokenizer", str(second), "--sample", "4"]):
+        assert main(argv) == 0, argv
+        out = capsys.readouterr().out.splitlines()
+        assert sorted(line.split(":")[0] for line in out) == [f"verify OK {d}" for d in sorted(argv)
+                                                              if d in (built, str(second))], argv
+        assert all("4 samples re-tokenized from their sources" in line for line in out), out
+
+    assert main(["verify", "--tokenizer", DEMO_MODEL, "--sample", "4"]) == 64
+    err = capsys.readouterr().err
+    assert err.startswith("usage: mintdim-beam verify")
+    assert err.endswith(f"mintdim-beam verify: error: no DIR to verify: --tokenizer took {DEMO_MODEL!r} as its "
+                        f"PATH, and that is not a directory (give the dataset directory: verify DIR "
+                        f"--tokenizer [PATH])\n")
+    assert main(["verify", "--tokenizer"]) == 64
+    assert capsys.readouterr().err.endswith("error: the following arguments are required: DIR\n")
+    assert main(["verify", "--tokenizer", str(tmp_path / "typo")]) == 64
+    assert "no DIR to verify: --tokenizer took" in capsys.readouterr().err
