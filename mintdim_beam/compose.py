@@ -9,7 +9,10 @@ its own side, the worker only asks it to:
 * ``s3://``: one multipart upload whose parts are server-side copies of the sources
   (``upload_part_copy``), through the boto3 client of Beam's ``S3IO``
   (:func:`storage.s3_client`);
-* anything else: the bytes are read and written (``storage.write_ranges``).
+* ``gs://``: ``compose`` requests (google-cloud-storage's ``Blob.compose``), through a
+  client made as Beam's GCS file system makes its own (:func:`storage.gcs_client`);
+* anything else, or sources in another bucket: the bytes are read and written
+  (``storage.write_ranges``).
 
 S3 takes at most 10,000 parts of 5 MiB to 5 GiB each, the last one excepted. A source
 of at least 5 MiB is one copied part (or several of at most 5 GiB); consecutive
@@ -22,17 +25,19 @@ part is 5 MiB or more. A list that would need more than 10,000 parts is composed
 a tree: groups into intermediate objects (next to the sources, removed after), then
 those.
 
+GCS composes at most 32 sources a request, of any size: more are composed in a tree
+(:func:`plan_compose`), groups of 32 into intermediate objects next to the sources,
+then those, each level's requests in parallel and every intermediate deleted once the
+next level is made. About n/31 requests for n parts, and no index byte goes through
+the worker but the read below. Where Beam's GCS support (``apache-beam[gcp]``) is
+not installed, ``gs://`` parts are streamed.
+
 ``SHA256SUMS`` needs each index file's sha256, which cannot be composed from its
 parts': after a server-side composition the published object is read once (a
-download, no upload). When no source reaches 5 MiB (the default 4 MiB blocks give
-index parts well under that) there is nothing for the store to copy, and the parts
-are streamed as before, hashed on their one way through. At scale, ``index_layout:
-parts`` moves no index byte at all.
-
-GCS ``compose`` (32 sources a call, in a tree) would do the same for ``gs://``; it is
-not implemented (it needs ``google-cloud-storage`` and cannot be tested here), so
-``gs://`` streams; the ``index_layout: parts`` setting avoids the concatenation on
-any store.
+download, no upload). On S3, when no source reaches 5 MiB (the default 4 MiB blocks
+give index parts well under that) there is nothing for the store to copy, and the
+parts are streamed as before, hashed on their one way through. At scale,
+``index_layout: parts`` moves no index byte at all.
 """
 
 from __future__ import annotations
@@ -47,15 +52,25 @@ MIN_PART = 5 << 20            # S3: every part but the last is at least 5 MiB
 MAX_PART = 5 << 30            # ... and at most 5 GiB
 MAX_PARTS = 10_000
 THREADS = 8                   # copy requests in flight (boto3 keeps 10 connections a client)
+MAX_COMPOSE = 32              # GCS: sources of one compose request
+MIME = "application/octet-stream"
+READ_CHUNK = 8 << 20          # bytes a ranged read of a composed object, for its sha256
 
 
-def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS) -> int:
+def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS, gcs=None,
+                max_compose: int = MAX_COMPOSE) -> int:
     """Write ``path`` as the concatenation of the files ``sources``, in order; return
-    its size. ``sha`` (a ``hashlib`` object) is fed the result's bytes: on S3 that is
-    a read of the published object, since sha256 cannot be composed from the parts'.
-    ``max_parts`` bounds the parts of one multipart upload (S3's limit unless a test
-    asks for a tree with fewer sources).
+    its size. ``sha`` (a ``hashlib`` object) is fed the result's bytes: on S3 and GCS
+    that is a read of the published object, since sha256 cannot be composed from the
+    parts'. ``max_parts`` bounds the parts of one multipart upload and ``max_compose``
+    the sources of one GCS compose request (the stores' limits unless a test asks for
+    a tree with fewer). ``gcs``: the ``google.cloud.storage`` client for ``gs://``
+    (default: :func:`storage.gcs_client`, from the job's options).
     """
+    if path.startswith("gs://") and all(s.startswith(f"gs://{_split(path)[0]}/") for s in sources):
+        client = gcs if gcs is not None else storage.gcs_client()
+        if client is not None:   # else Beam's GCS support is not installed: stream
+            return _gcs_concatenate(client, path, list(sources), sha, max_compose)
     if path.startswith("s3://") and sources and all(s.startswith("s3://") for s in sources):
         sizes = _sizes(storage.s3_client(), list(sources))
         if any(part[0] == "copy" for part in plan_parts([sizes[s] for s in sources])):
@@ -114,7 +129,8 @@ def move(pairs: list) -> None:
 
 
 def _split(path: str) -> tuple:
-    bucket, _, key = path[len("s3://"):].partition("/")
+    """``(bucket, key)`` of an ``s3://`` or ``gs://`` path."""
+    bucket, _, key = path.split("://", 1)[1].partition("/")
     return bucket, key
 
 
@@ -242,3 +258,108 @@ def _s3_tree(client, path: str, sources: list, sizes: list, max_parts: int) -> i
     finally:
         for m in middle:
             storage.delete(m)
+
+
+# --------------------------------------------------------------------------- GCS
+
+
+def plan_compose(count: int, fan_in: int = MAX_COMPOSE) -> list:
+    """The levels of compose requests that join ``count`` objects into one.
+
+    Each level is a list of ``(start, end)`` ranges over the previous level's objects
+    (the sources, for the first level), in order; a range of two or more objects is
+    one compose request making one new object, a range of one is that object carried
+    to the next level as it is. The last level is a single range: the result (composed
+    even when it is one object, which then is copied). Requests: about
+    ``count / (fan_in - 1)``; levels: ``ceil(log(count, fan_in))``.
+    """
+    if fan_in < 2:
+        raise ValueError(f"a compose request joins at least 2 objects, not {fan_in}")
+    levels: list = []
+    n = count
+    while n > 0:
+        groups = [(a, min(n, a + fan_in)) for a in range(0, n, fan_in)]
+        levels.append(groups)
+        if len(groups) == 1:
+            break
+        n = len(groups)
+    return levels
+
+
+def _gcs_concatenate(client, path: str, sources: list, sha, max_compose: int) -> int:
+    from google.api_core.exceptions import NotFound
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    bucket_name, key = _split(path)
+    bucket = client.bucket(bucket_name)
+    found = _gcs_listing(client, sources)
+    missing = [s for s in sources if s not in found]
+    if missing:
+        raise FileNotFoundError(f"{missing[0]}: no such object to concatenate")
+    total = sum(found[s] for s in sources)
+    if not sources:
+        target = bucket.blob(key)
+        target.upload_from_string(b"", content_type=MIME)
+        return 0
+    folder = posixpath.dirname(_split(sources[0])[1])
+    scratch = f"{folder}/.compose-{uuid.uuid4().hex}" if folder else f".compose-{uuid.uuid4().hex}"
+    current = [_split(s)[1] for s in sources]        # object names of the level's inputs
+    made: set = set()                                  # intermediates not deleted yet
+
+    def compose(job):
+        name, names = job
+        blob = bucket.blob(name)
+        blob.content_type = MIME
+        # Composing the same unchanged sources again makes the same object: safe to retry.
+        blob.compose([bucket.blob(n) for n in names], retry=DEFAULT_RETRY)
+        return blob
+
+    def remove(name):
+        try:
+            bucket.blob(name).delete(retry=DEFAULT_RETRY)
+        except NotFound:
+            pass
+
+    levels = plan_compose(len(current), max_compose)
+    try:
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            for depth, groups in enumerate(levels):
+                last = depth == len(levels) - 1
+                jobs, following = [], []
+                for g, (a, b) in enumerate(groups):
+                    if b - a == 1 and not last:
+                        following.append(current[a])
+                        continue
+                    name = key if last else f"{scratch}-{depth}-{g:05d}"
+                    jobs.append((name, current[a:b]))
+                    following.append(name)
+                results = list(pool.map(compose, jobs))
+                made.update(name for name, _ in jobs if not last)
+                spent = [n for n in current if n in made]
+                list(pool.map(remove, spent))
+                made.difference_update(spent)
+                current = following
+    finally:
+        for name in made:
+            remove(name)
+    target = results[-1]
+    if target.size is not None and target.size != total:
+        raise OSError(f"{path}: composed {target.size} bytes, its sources hold {total}")
+    if sha is not None:
+        for start in range(0, total, READ_CHUNK):
+            end = min(total, start + READ_CHUNK)
+            chunk = target.download_as_bytes(start=start, end=end - 1)
+            if len(chunk) != end - start:
+                raise EOFError(f"{path}: {end} bytes expected, {start + len(chunk)} found")
+            sha.update(chunk)
+    return total
+
+
+def _gcs_listing(client, sources: list) -> dict:
+    """``{path: size}`` of the objects in the sources' directories (one listing each)."""
+    found: dict = {}
+    for prefix in dict.fromkeys(posixpath.dirname(s) + "/" for s in sources):
+        bucket, key = _split(prefix)
+        for blob in client.list_blobs(bucket, prefix=key):
+            found[f"gs://{bucket}/{blob.name}"] = blob.size
+    return found

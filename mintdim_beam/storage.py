@@ -34,7 +34,7 @@ _MIME = "application/octet-stream"
 # Option classes that configure file systems (S3 endpoint and keys, GCS project, ...).
 FILESYSTEM_OPTION_CLASSES = ("S3Options", "GoogleCloudOptions", "HadoopFileSystemOptions", "AzureOptions")
 
-_s3_local = threading.local()
+_thread_clients = threading.local()     # this thread's S3IO and GCS client (each costly to make)
 # The file-system options last given to FileSystems by configure() (FileSystems keeps
 # its own copy privately): they also build the s3:// clients of _s3().
 _options = None
@@ -105,17 +105,36 @@ def _s3():
     from apache_beam.options.pipeline_options import PipelineOptions
 
     options = _options
-    cached = getattr(_s3_local, "entry", None)
+    cached = getattr(_thread_clients, "entry", None)
     if cached is None or cached[0] is not options:
         client = boto3_client.Client(options=options if options is not None else PipelineOptions([]))
         cached = (options, s3io.S3IO(client=client))
-        _s3_local.entry = cached
+        _thread_clients.entry = cached
     return cached[1]
 
 
 def s3_client():
     """The boto3 client of this thread's ``S3IO`` (for server-side copies: ``compose``)."""
     return _s3().client.client
+
+
+def gcs_client():
+    """A ``google.cloud.storage`` client made as Beam's GCS file system makes its own
+    (``gcsio.GcsIO`` from the options last configured here: the job's project and
+    credentials), for server-side composition (``compose``); None where Beam's GCS
+    support (``apache-beam[gcp]``) is not installed."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    try:
+        from apache_beam.io.gcp import gcsio
+    except ImportError:
+        return None
+    options = _options
+    cached = getattr(_thread_clients, "gcs", None)
+    if cached is None or cached[0] is not options:
+        cached = (options, gcsio.GcsIO(pipeline_options=options if options is not None else PipelineOptions([])).client)
+        _thread_clients.gcs = cached
+    return cached[1]
 
 
 def is_local(path: str) -> bool:
