@@ -2,22 +2,28 @@
 
     python benchmarks/huge_line.py [--mb 200] [--text english|generated] [--model PATH]
                                    [--on-overflow truncate|extend|skip] [--options=--flag ...]
+                                   [--no-accelerators]
 
 One line is written: ``{"id": ..., "title": ..., "text": <about MB megabytes>}``, a long
 document. ``english`` text (the default where ``../shared/realdata`` is present) is the
 real English prompts and answers of its data files, repeated; ``generated`` is the
 benchmark corpus's mix (English-like words, Vietnamese and a little CJK, which a model
 without byte fallback turns into UNK tokens, and about twice as many tokens per byte).
-It is built with the template ``{title}\\n\\n{text}`` and the T5 SentencePiece model
-(``../shared/realdata``, else the demo model) in a fresh process, by the fluent API's
-``run()`` with no runner (the default local configuration) unless ``--options`` are
-given. Three processes are measured, each for the peak RSS of its whole process tree
-(launcher and workers, sampled every 50 ms):
+It is built with the template ``{title}\\n\\n{text}`` and ``--model``: the T5
+SentencePiece model by default (``../shared/realdata``, else the demo model), or a
+Hugging Face ``tokenizer.json`` (a name ending in ``.json``; one without padding, which a
+build refuses, is used through a copy in the work directory with padding set to its
+``[PAD]``/``<pad>`` token, else id 0: padding never changes the ids of a text). The
+build runs in a fresh process, by the fluent API's ``run()`` with no runner (the default
+local configuration) unless ``--options`` are given. Three processes are measured, each
+for the peak RSS of its whole process tree (launcher and workers, sampled every 50 ms):
 
 * the build of a small line (the fixed cost of Python, Beam and the model);
 * the build of the huge line;
-* the tokenizer alone: the line parsed and its text encoded by one SentencePiece call,
-  as the build does, in a process that does nothing else.
+* the tokenizer alone: the line parsed and its text encoded by one call of the library,
+  in a process that does nothing else (SentencePiece ``encode``; for Hugging Face
+  ``encode_batch_fast`` without special tokens, padding or truncation, which is what the
+  build calls unless the byte-level BPE word encoder takes the text).
 
 and printed as ratios to the line's size. The tokenizer's own need bounds the build's:
 see docs/decisions.md, "One huge line". Requires ``psutil``.
@@ -50,26 +56,55 @@ BUILD = """
 import json, sys
 import mintdim_beam
 job = json.load(open(sys.argv[1]))
-declared = (mintdim_beam.pipeline("unit-build")
-            .source.jsonl(files=[job["file"]], fields=[["title", "text"]], templates=["{title}\\n\\n{text}"])
-            .tokenizer.sentencepiece(files=[job["model"]])
+source = (mintdim_beam.pipeline("unit-build")
+          .source.jsonl(files=[job["file"]], fields=[["title", "text"]], templates=["{title}\\n\\n{text}"]))
+tokenizer = source.tokenizer.hf_json if job["model"].endswith(".json") else source.tokenizer.sentencepiece
+declared = (tokenizer(files=[job["model"]])
             .units(sizes=[[2048, 8192]], build_batch=[64])
             .output.dir(job["out"], samples_per_shard=[4096]))
 kwargs = {"options": job["options"]} if job["options"] else {}
 declared.run(on_overflow=job["on_overflow"], on_template_unk="continue", on_bad_record="abort",
-             echo=lambda line: None, **kwargs)
+             accelerators=job["accelerators"], echo=lambda line: None, **kwargs)
 """
 
 TOKENIZER_ALONE = """
 import json, sys
-import orjson, sentencepiece
+import orjson
 job = json.load(open(sys.argv[1]))
-sp = sentencepiece.SentencePieceProcessor(model_file=job["model"])
+if job["model"].endswith(".json"):
+    import tokenizers
+    tok = tokenizers.Tokenizer.from_file(job["model"])
+    tok.no_padding()
+    tok.no_truncation()
+else:
+    import sentencepiece
+    sp = sentencepiece.SentencePieceProcessor(model_file=job["model"])
 with open(job["file"], "rb") as f:
     text = orjson.loads(f.readline())["text"]
-ids = sp.encode([text], return_type="numpy", num_threads=1)[0]
+if job["model"].endswith(".json"):
+    ids = tok.encode_batch_fast([text], add_special_tokens=False)[0].ids
+else:
+    ids = sp.encode([text], return_type="numpy", num_threads=1)[0]
 print(len(ids))
 """
+
+
+def with_padding(model: str, work: str) -> str:
+    """``model``, or for a ``tokenizer.json`` without padding (which a build refuses) a
+    copy in ``work`` whose padding is its pad token, else id 0."""
+    if not model.endswith(".json"):
+        return model
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(model)
+    if tok.padding:
+        return model
+    vocab = tok.get_vocab(with_added_tokens=True)
+    token = next((t for t in ("[PAD]", "<pad>", "<|padding|>", "<|endoftext|>") if t in vocab), None)
+    tok.enable_padding(pad_id=vocab[token] if token else 0, pad_token=token or "<pad>")
+    path = os.path.join(work, "padded." + os.path.basename(model))
+    tok.save(path)
+    return path
 
 
 def _strings(value, out: list) -> None:
@@ -123,8 +158,8 @@ def measure(work: str, name: str, megabytes: float, args, script: str) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     job = os.path.join(work, f"{name}.json")
     with open(job, "w") as f:
-        json.dump({"file": data, "model": args.model, "out": out, "on_overflow": args.on_overflow,
-                   "options": args.options}, f)
+        json.dump({"file": data, "model": args.build_model, "out": out, "on_overflow": args.on_overflow,
+                   "options": args.options, "accelerators": args.accelerators}, f)
     m = bench.measure([sys.executable, "-c", script, job])
     m["line_bytes"] = line_bytes
     if script is BUILD:
@@ -138,9 +173,11 @@ def measure(work: str, name: str, megabytes: float, args, script: str) -> dict:
             with open(os.path.join(out, "overflow_index.jsonl")) as f:
                 m["tokens"] = json.loads(f.readline())["token_count"]
         m["config"] = f"{info['runner']} {info.get('direct_running_mode')} x{info.get('direct_num_workers')}"
+        if args.model.endswith(".json"):
+            m["config"] += f", word encoder {'on' if info.get('bpe_word_encoder') else 'off'}"
     else:
         m["tokens"] = int(m["stdout"].strip())
-        m["config"] = "one SentencePiece call"
+        m["config"] = "one encode_batch_fast call" if args.model.endswith(".json") else "one SentencePiece call"
     shutil.rmtree(out, ignore_errors=True)
     os.remove(data)
     return m
@@ -151,16 +188,20 @@ def main(argv=None) -> None:
     ap.add_argument("--mb", type=float, default=200.0, help="size of the huge line in MB")
     ap.add_argument("--text", choices=("english", "generated"),
                     default="english" if all(map(os.path.exists, ENGLISH)) else "generated")
-    ap.add_argument("--model", default=T5 if os.path.exists(T5) else DEMO, help="SentencePiece model")
+    ap.add_argument("--model", default=T5 if os.path.exists(T5) else DEMO,
+                    help="SentencePiece .model, or Hugging Face tokenizer .json")
     ap.add_argument("--on-overflow", default="truncate", choices=("truncate", "extend", "skip"))
     ap.add_argument("--options", action="append", default=[], help="a Beam flag (repeatable)")
+    ap.add_argument("--no-accelerators", dest="accelerators", action="store_false",
+                    help="build with the tokenizer libraries alone (run option accelerators: false)")
     ap.add_argument("--work", default=None, help="work directory (a temporary one by default)")
     args = ap.parse_args(argv)
     work = args.work or tempfile.mkdtemp(prefix="mintdim-huge-")
     os.makedirs(work, exist_ok=True)
     try:
+        args.build_model = with_padding(args.model, work)
         print(f"{args.text} text, model {os.path.basename(args.model)}, on_overflow={args.on_overflow}, "
-              f"options {args.options or 'default'}", flush=True)
+              f"accelerators {args.accelerators}, options {args.options or 'default'}", flush=True)
         small = measure(work, "small", 0.001, args, BUILD)
         huge = measure(work, "huge", args.mb, args, BUILD)
         alone = measure(work, "alone", args.mb, args, TOKENIZER_ALONE)

@@ -202,7 +202,13 @@ class SampleSchemaError(MintDimError):
 
 
 class UnitOverflowError(MintDimError):
-    """A sample has more tokens than the largest unit and the overflow policy is "abort"."""
+    """A sample has more tokens than the largest unit and the overflow policy is "abort".
+
+    ``beyond_maximum(...)``: the policy is "extend", but the sample is longer than any
+    unit may be (``config.MAX_UNIT_SIZE``), so no unit can be added for it.
+    """
+
+    _variant_kinds = ("beyond_maximum",)
 
     def __init__(self, file: str, line: int, token_count: int, max_unit_size: int) -> None:
         facts = _facts(file=file, line=line, token_count=token_count, max_unit_size=max_unit_size)
@@ -218,6 +224,23 @@ class UnitOverflowError(MintDimError):
             ],
         )
         super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def beyond_maximum(cls, file: str, line: int, token_count: int, max_unit_size: int) -> "UnitOverflowError":
+        facts = _facts(kind="beyond_maximum", file=file, line=line, token_count=token_count,
+                       max_unit_size=max_unit_size)
+        english, vietnamese = cls._render(
+            M.UNIT_OVERFLOW,
+            [
+                M.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
+                M.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
+                M.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
+                M.labeled(M.PROBLEM, M.UNIT_OVERFLOW_EXTEND_LIMIT.en, M.UNIT_OVERFLOW_EXTEND_LIMIT.vi),
+                M.FIX,
+                M.bullet_pairs(M.UNIT_OVERFLOW_EXTEND_FIXES),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
 
 
 # ---------------------------------------------------------------------------

@@ -439,6 +439,18 @@ UNIT_OVERFLOW_FIXES = (
         "hoặc chạy với overflow policy để truncate, skip, hoặc prompt",
     ),
 )
+# Not in the spec: a sample that ``extend`` cannot hold, since no unit may pass the maximum.
+UNIT_OVERFLOW_EXTEND_LIMIT = Text(
+    "on_overflow extend adds a unit as long as the sample, and no unit may exceed "
+    "max_unit_size tokens (the maximum unit size, 2^24)",
+    "on_overflow extend thêm một unit dài bằng sample, nhưng không unit nào được vượt quá "
+    "max_unit_size token (unit size tối đa, 2^24)",
+)
+UNIT_OVERFLOW_EXTEND_FIXES = (
+    Text("cut or drop such samples: --on-overflow truncate or --on-overflow skip",
+         "cắt hoặc bỏ các sample như vậy: --on-overflow truncate hoặc --on-overflow skip"),
+    Text("or split the document into shorter samples", "hoặc chia tài liệu thành các sample ngắn hơn"),
+)
 # Not in the spec: where the overflow policy is set (this project has no prompt).
 UNIT_OVERFLOW_POLICY = Text(
     "Policy: --on-overflow truncate (or skip, extend) on the command line, on_overflow: truncate "

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import errors
 from .block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE
-from .config import FileSpec, Policies
+from .config import MAX_UNIT_SIZE, FileSpec, Policies
 from .repeat_cache import RepeatCache, add_repeats, remember
 from .shard_format import layout_units, ragged_gather_index, slot_storage
 from .tokenizers import Tokenizer
@@ -53,12 +53,16 @@ class SliceLayout:
     """Lays out the records of one file's slices: its template's literal tokens, its
     units and its policies."""
 
-    def __init__(self, spec: FileSpec, tokenizer: Tokenizer, policies: Policies, sizes: np.ndarray):
+    def __init__(self, spec: FileSpec, tokenizer: Tokenizer, policies: Policies, sizes: np.ndarray,
+                 max_extended: int = MAX_UNIT_SIZE):
+        """``max_extended``: the longest sample ``extend`` may give a unit of its own
+        (the maximum unit size; smaller only to exercise the limit)."""
         self.spec = spec
         self.tok = tokenizer
         self.policies = policies
         self.sizes = sizes
         self.max_size = int(sizes[-1])
+        self.max_extended = max_extended
         # The slots the declared units' records are laid out in: wide enough for the
         # largest declared unit's header lengths. ``extend`` units are known only to
         # the plan; the shard writer widens these records if one needs wider slots.
@@ -149,6 +153,19 @@ class SliceLayout:
                 gstatus[over] = OVF_SKIP
             else:
                 gstatus[over] = OVF_EXTEND
+                # An extended unit is as long as its sample, and no unit may pass the
+                # maximum: the plan sees the error before any shard is written.
+                beyond = over & (counts > self.max_extended)
+                if beyond.any():
+                    first = int(np.argmax(beyond))
+                    i = good[first]
+                    err = errors.UnitOverflowError.beyond_maximum(
+                        file=self.spec.path, line=local_lines[i],
+                        token_count=int(counts[first]), max_unit_size=self.max_extended,
+                    )
+                    if first_error is None or base + i < first_error[0]:
+                        first_error = (base + i, local_lines[i], err)
+                    gstatus[beyond] = OVF_SKIP  # the build fails; spill nothing for these
         written_counts = written.sum(axis=1)
 
         unk = self._find_unk(good, base, written, gstatus, unk_owner, unk_local, unk_chars)

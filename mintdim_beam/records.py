@@ -26,7 +26,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from .block_result import BlockResult, merge_slices
-from .config import FileSpec, Policies
+from .config import MAX_UNIT_SIZE, FileSpec, Policies
 from .record_layout import Batch, SliceLayout
 from .repeat_cache import RepeatCache
 from .sample_lines import LineParser, ParsedSlice
@@ -65,12 +65,13 @@ class BlockEncoder:
     """
 
     def __init__(self, spec: FileSpec, tokenizer: Tokenizer, policies: Policies,
-                 sizes: Optional[tuple] = None, encode_threads: int = 0):
+                 sizes: Optional[tuple] = None, encode_threads: int = 0, max_extended: int = MAX_UNIT_SIZE):
         self.spec = spec
         self.tok = tokenizer
         self.policies = policies
         self._lines = LineParser(spec, policies)
-        self._layout = SliceLayout(spec, tokenizer, policies, np.asarray(sizes or spec.sizes, dtype=np.int64))
+        self._layout = SliceLayout(spec, tokenizer, policies, np.asarray(sizes or spec.sizes, dtype=np.int64),
+                                   max_extended)
         self._slot_field = self._layout.slot_field
         # An empty text is encoded once here: when it has no tokens (every model we
         # know), empty field values skip the tokenizer and the text cache.

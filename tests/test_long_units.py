@@ -175,3 +175,54 @@ def test_each_output_gets_the_slots_its_own_units_need(tmp_path, sp_bpe):
     assert wide.decoded() == narrow.decoded()
     assert (tmp_path / "wide" / "unit_16" / "shard_000000.bin").stat().st_size == \
         2 * (tmp_path / "narrow" / "unit_16" / "shard_000000.bin").stat().st_size
+
+
+def test_extend_refuses_a_sample_longer_than_the_maximum_unit(tmp_path, sp_bpe):
+    """``extend`` gave any sample a unit of its own length, past the documented maximum
+    unit size (2^24). A longer sample is now the block's first error, a bilingual
+    UnitOverflowError the plan raises before any shard is written. The limit is the
+    real one in a build (17M tokens are too many for a test); here the encoder is given
+    a small one, through the same code path."""
+    from mintdim_beam import errors, pipeline, records
+    from mintdim_beam.tokenizers import load_tokenizer
+
+    path = write_jsonl(tmp_path / "long.jsonl", [{"q": words(4), "a": words(30)},     # 39 tokens: extended
+                                                 {"q": words(3), "a": words(60)},     # 68 tokens: beyond 50
+                                                 {"q": words(2), "a": words(3)}])
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=[TEMPLATE])
+              .tokenizer.sentencepiece(files=[sp_bpe]).units(sizes=[[16, 32]], build_batch=[4])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[2]).config(on_overflow="extend"))
+    spec = config.files[0]
+    tok = load_tokenizer(SP, sp_bpe, Path(sp_bpe).read_bytes(), threads=1)
+    assert len(tok.encode(words(60))) == 60
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+
+    result = records.BlockEncoder(spec, tok, config.policies, max_extended=50).encode_block(lines, True)
+    sample, line, err = result.first_error
+    assert (sample, line) == (1, 1)          # block-local, from 0
+    # The error crosses to the launcher as a dict; the plan makes its line global (from
+    # 1) and the publisher raises the error rebuilt from it.
+    data = err.to_dict()
+    data["fields"]["line"] = line + 1
+    err = errors.error_from_dict(data)
+    assert type(err) is errors.UnitOverflowError
+    assert err.english == (f"UnitOverflowError: Sample token length exceeds max unit size.\n\nSample: {path}:2\n\n"
+                           "token_count: 68\n\nmax_unit_size: 50\n\n"
+                           "Problem: on_overflow extend adds a unit as long as the sample, and no unit may exceed "
+                           "max_unit_size tokens (the maximum unit size, 2^24)\n\nFix:\n\n"
+                           "• cut or drop such samples: --on-overflow truncate or --on-overflow skip\n"
+                           "• or split the document into shorter samples")
+    assert err.vietnamese == (f"UnitOverflowError: Độ dài token của sample vượt quá unit size lớn nhất.\n\n"
+                              f"Sample: {path}:2\n\ntoken_count: 68\n\nmax_unit_size: 50\n\n"
+                              "Vấn đề: on_overflow extend thêm một unit dài bằng sample, nhưng không unit nào được "
+                              "vượt quá max_unit_size token (unit size tối đa, 2^24)\n\nCách sửa:\n\n"
+                              "• cắt hoặc bỏ các sample như vậy: --on-overflow truncate hoặc --on-overflow skip\n"
+                              "• hoặc chia tài liệu thành các sample ngắn hơn")
+    assert str(err) == f"[english] {err.english}\n\n[vietnam] {err.vietnamese}"
+
+    # Under the limit, the same sample is extended (no error): the check is the limit.
+    fine = records.BlockEncoder(spec, tok, config.policies, max_extended=68).encode_block(lines, True)
+    assert fine.first_error is None
+    from mintdim_beam.config import MAX_UNIT_SIZE
+    assert records.BlockEncoder(spec, tok, config.policies)._layout.max_extended == MAX_UNIT_SIZE
