@@ -125,7 +125,8 @@ def pipeline(name: str) -> UnitBuildJob:
     """Start a job declaration; MintDim 0.1 has one pipeline, ``"unit-build"``."""
     if name != "unit-build":
         raise errors.PipelineValidationError.invalid(
-            problem=f"unknown pipeline {name!r}", rules=['pipeline("unit-build") is the only pipeline'])
+            problem=f"unknown pipeline {name!r}", rules=['pipeline("unit-build") is the only pipeline'],
+            problem_vi=f"không có pipeline {name!r}", rules_vi=['pipeline("unit-build") là pipeline duy nhất'])
     return UnitBuildJob()
 
 
@@ -134,10 +135,11 @@ def pipeline(name: str) -> UnitBuildJob:
 _SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
 
 
-def job_file_error(problem: str) -> errors.PipelineValidationError:
+def job_file_error(problem: str, problem_vi: str) -> errors.PipelineValidationError:
+    sections = ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())
     return errors.PipelineValidationError.invalid(
-        problem=problem,
-        rules=["job file sections: " + ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())],
+        problem=problem, rules=["job file sections: " + sections],
+        problem_vi=problem_vi, rules_vi=["các section của job file: " + sections],
     )
 
 
@@ -146,12 +148,14 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
     if not os.path.exists(path):
         raise errors.MintDimFileNotFoundError(context="job file", path=path)
     if not os.path.isfile(path):   # a directory, or a FIFO that would block the read
-        raise job_file_error(f"job file {path} is not a regular file")
+        raise job_file_error(f"job file {path} is not a regular file",
+                             f"job file {path} không phải là file thường")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise job_file_error(f"job file {path} could not be read as UTF-8 text: {exc}") from None
+        raise job_file_error(f"job file {path} could not be read as UTF-8 text: {exc}",
+                             f"không đọc được job file {path} dưới dạng văn bản UTF-8: {exc}") from None
     try:
         if path.endswith(".json"):
             data = json.loads(text)
@@ -160,7 +164,8 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
 
             data = yaml.safe_load(text)
     except Exception as exc:
-        raise job_file_error(f"job file {path} could not be parsed: {exc}") from None
+        raise job_file_error(f"job file {path} could not be parsed: {exc}",
+                             f"không parse được job file {path}: {exc}") from None
     check_job_sections(data, path)
     source, tok = data.get("source", {}), data.get("tokenizer", {})
     units, output = data.get("units", {}), data.get("output", {})

@@ -59,7 +59,8 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     if build_id is not None:
         check_build_id(build_id)
         if not run["versioned"]:
-            raise job_file_error("--build-id needs versioned output roots (--versioned or run.versioned: true)")
+            raise job_file_error("--build-id needs versioned output roots (--versioned or run.versioned: true)",
+                                 "--build-id cần output root có phiên bản (--versioned hoặc run.versioned: true)")
     if getattr(args, "no_accelerators", False):
         run["accelerators"] = False
     policies = Policies(

@@ -95,6 +95,7 @@ class Policies:
                 raise errors.PipelineValidationError.invalid(
                     problem=f"{name} must be one of {', '.join(allowed)}, got {value!r}",
                     rules=[f"{name}: {' | '.join(allowed)}"],
+                    problem_vi=f"{name} phải là một trong {', '.join(allowed)}, hiện tại là {value!r}",
                 )
 
 
@@ -193,17 +194,20 @@ def _missing(job: JobSpec) -> list[str]:
     return [name for name, value in checks if value is None or (isinstance(value, (list, tuple)) and not value)]
 
 
-def _check_list(name: str, value, item_check, item_desc: str):
+def _check_list(name: str, value, item_check, item_desc: str, item_desc_vi: str):
+    """``item_desc``/``item_desc_vi``: what every item must be, in English and Vietnamese."""
+    rules, rules_vi = [f"{name} is a list of {item_desc}"], [f"{name} là list các {item_desc_vi}"]
     if not isinstance(value, (list, tuple)):
         raise errors.PipelineValidationError.invalid(
-            problem=f"{name} must be a list, got {type(value).__name__}",
-            rules=[f"{name} is a list of {item_desc}"],
+            problem=f"{name} must be a list, got {type(value).__name__}", rules=rules,
+            problem_vi=f"{name} phải là một list, hiện tại là {type(value).__name__}", rules_vi=rules_vi,
         )
     for i, item in enumerate(value):
         if not item_check(item):
             raise errors.PipelineValidationError.invalid(
-                problem=f"{name}[{i}] must be {item_desc}, got {type(item).__name__}",
-                rules=[f"{name} is a list of {item_desc}"],
+                problem=f"{name}[{i}] must be {item_desc}, got {type(item).__name__}", rules=rules,
+                problem_vi=f"{name}[{i}] phải thuộc loại {item_desc_vi}, hiện tại là {type(item).__name__}",
+                rules_vi=rules_vi,
             )
 
 
@@ -225,12 +229,18 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     if missing:
         raise errors.PipelineValidationError(missing=missing)
 
-    _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, "non-empty path strings")
-    _check_list("source.fields", job.fields, lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x), "lists of field names")
-    _check_list("source.templates", job.templates, lambda x: isinstance(x, str), "template strings")
+    _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, "non-empty path strings",
+                "chuỗi đường dẫn không rỗng")
+    _check_list("source.fields", job.fields,
+                lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x),
+                "lists of field names", "list tên field")
+    _check_list("source.templates", job.templates, lambda x: isinstance(x, str), "template strings",
+                "chuỗi template")
     if not isinstance(job.tokenizer_files, (list, tuple)):
+        got = type(job.tokenizer_files).__name__
         raise errors.TokenizerValidationError(
-            component="files", problem=f"tokenizer.files must be a list, got {type(job.tokenizer_files).__name__}"
+            component="files", problem=f"tokenizer.files must be a list, got {got}",
+            problem_vi=f"tokenizer.files phải là một list, hiện tại là {got}",
         )
     for path in job.tokenizer_files:
         if not isinstance(path, str):
@@ -240,11 +250,14 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     if job.tokenizer_kind not in (SENTENCEPIECE, HF_JSON):
         raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=job.tokenizer_kind)
     if not isinstance(job.sizes, (list, tuple)) or not all(isinstance(s, (list, tuple)) for s in job.sizes):
-        raise errors.UnitValidationError(problem="sizes must be a list of lists of positive integers")
+        raise errors.UnitValidationError(problem="sizes must be a list of lists of positive integers",
+                                         problem_vi="sizes phải là một list gồm các list số nguyên dương")
     if not isinstance(job.build_batch, (list, tuple)):
-        raise errors.UnitValidationError(problem="build_batch must be a list of positive integers")
+        raise errors.UnitValidationError(problem="build_batch must be a list of positive integers",
+                                         problem_vi="build_batch phải là một list các số nguyên dương")
     output_dirs = [job.output_dirs] if isinstance(job.output_dirs, str) else job.output_dirs
-    _check_list("output.dir", output_dirs, lambda x: isinstance(x, str) and x, "non-empty path strings")
+    _check_list("output.dir", output_dirs, lambda x: isinstance(x, str) and x, "non-empty path strings",
+                "chuỗi đường dẫn không rỗng")
     if not isinstance(job.samples_per_shard, (list, tuple)):
         got = type(job.samples_per_shard).__name__
         raise errors.SamplesPerShardError(
@@ -273,9 +286,13 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
 
     for unit_sizes in job.sizes:
         if not unit_sizes or not all(_is_int(s) and s > 0 for s in unit_sizes):
-            raise errors.UnitValidationError(problem=f"sizes must be positive integers, got {list(unit_sizes)}")
+            raise errors.UnitValidationError(problem=f"sizes must be positive integers, got {list(unit_sizes)}",
+                                             problem_vi=f"sizes phải là các số nguyên dương, hiện tại là "
+                                                        f"{list(unit_sizes)}")
         if any(a >= b for a, b in zip(unit_sizes, unit_sizes[1:])):
-            raise errors.UnitValidationError(problem=f"sizes must be sorted ascending, got {list(unit_sizes)}")
+            raise errors.UnitValidationError(problem=f"sizes must be sorted ascending, got {list(unit_sizes)}",
+                                             problem_vi=f"sizes phải được sắp xếp tăng dần, hiện tại là "
+                                                        f"{list(unit_sizes)}")
         if unit_sizes[-1] > MAX_UNIT_SIZE:
             raise errors.UnitValidationError(
                 problem=f"unit size {unit_sizes[-1]} is above the maximum {MAX_UNIT_SIZE:,} tokens",
@@ -283,7 +300,8 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
                            f"{MAX_UNIT_SIZE:,} token".replace(",", "."))
     for value in job.build_batch:
         if not _is_int(value) or value <= 0:
-            raise errors.UnitValidationError(problem=f"build_batch must be a positive integer, got {value!r}")
+            raise errors.UnitValidationError(problem=f"build_batch must be a positive integer, got {value!r}",
+                                             problem_vi=f"build_batch phải là số nguyên dương, hiện tại là {value!r}")
         if value > MAX_BUILD_BATCH:
             raise errors.UnitValidationError(
                 problem=f"build_batch {value} is above the maximum {MAX_BUILD_BATCH:,}",

@@ -36,7 +36,7 @@ from . import storage_access
 from .config import BuildConfig, check_build_id
 from .cores import usable_cores
 from .digests import InputDigests, fingerprint_paths
-from .options import dask_sharers, encode_sharers, explicit_threads
+from .options import BuildOptions, dask_sharers, encode_sharers, explicit_threads
 from .publish import mark_failed, mark_started
 from .transforms import UnitBuild, delivers_finish_bundle
 
@@ -99,6 +99,9 @@ def make_options(options=None) -> PipelineOptions:
     raise errors.PipelineValidationError.invalid(
         problem=f"options must be a list of Beam flags or a PipelineOptions, got {type(options).__name__}",
         rules=["options: list of Beam flags such as ['--direct_num_workers=2'], or PipelineOptions"],
+        problem_vi=f"options phải là một list các Beam flag hoặc một PipelineOptions, hiện tại là "
+                   f"{type(options).__name__}",
+        rules_vi=["options: list các Beam flag, ví dụ ['--direct_num_workers=2'], hoặc PipelineOptions"],
     )
 
 
@@ -161,9 +164,13 @@ def _encode_threads_option(opts: PipelineOptions):
     """``--encode_threads`` as given (None: the default), or the spec's validation error."""
     try:
         return explicit_threads(opts)
-    except ValueError as exc:
+    except ValueError:
+        value = opts.view_as(BuildOptions).encode_threads
         raise errors.PipelineValidationError.invalid(
-            problem=str(exc), rules=["--encode_threads: a positive integer, or leave it out for the default"]) from None
+            problem=f"--encode_threads must be a positive integer, got {value}",
+            rules=["--encode_threads: a positive integer, or leave it out for the default"],
+            problem_vi=f"--encode_threads phải là số nguyên dương, hiện tại là {value}",
+            rules_vi=["--encode_threads: một số nguyên dương, hoặc bỏ trống để dùng giá trị mặc định"]) from None
 
 
 def _versions() -> dict:

@@ -24,13 +24,17 @@ class TokenizerValidationError(MintDimError):
     _main_kind = "invalid"
     _variant_kinds = ("unsupported_format", "unloadable")
 
-    def __init__(self, component: str, problem: str) -> None:
+    def __init__(self, component: str, problem: str, problem_vi: str | None = None) -> None:
+        """``problem_vi``: the problem in Vietnamese; without it the problem reads the same
+        in both blocks, as the spec prints "tokenizer file path must be str, got int"."""
         facts = _facts(component=component, problem=problem)
+        if problem_vi is not None:
+            facts["problem_vi"] = problem_vi
         english, vietnamese = self._render(
             M.TOKENIZER_INVALID,
             [
                 M.labeled(M.TOKENIZER_COMPONENT, facts["component"]),
-                M.labeled(M.PROBLEM, facts["problem"]),
+                M.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi")),
                 M.RULES,
                 M.bullet_pairs(M.TOKENIZER_RULES),
             ],
