@@ -124,12 +124,18 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
     from .report import ReportError
 
     command = getattr(args, "consumer_command", None) or getattr(args, "command", None)
+    fs_options = list(beam_args)
     if beam_args and not (command == "plan" and is_job_file(args.source)):
         from . import storage
 
         storage.configure(list(beam_args))   # file-system options, for gs:// and s3:// paths
         beam_args = ()
     try:
+        remote = [p for p in _paths(command, args) if "://" in p]
+        if remote:   # a wrong endpoint or key: said in seconds, not after Beam's retries
+            from . import storage_access
+
+            storage_access.check(remote, fs_options)
         if command == "verify":
             return _verify(args)
         if command == "inspect":
@@ -156,6 +162,23 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
         return EXIT_ERROR
     print(f"mintdim-beam: unknown command {command!r}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def _paths(command: str, args) -> list:
+    """The paths a command reads or writes, as given (``plan`` of a job file: none here,
+    its inputs are checked once the job is resolved)."""
+    if command == "verify":
+        paths = list(args.dirs)
+        return paths + ([args.tokenizer] if args.tokenizer not in (None, "manifest") else [])
+    if command == "inspect":
+        return [args.dir] + ([args.tokenizer] if args.tokenizer else [])
+    if command == "plan":
+        return [] if is_job_file(args.source) else [args.source]
+    if command == "report":
+        return [args.dir]
+    if command == "export":
+        return [args.dir, args.out]
+    return []
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -448,13 +471,14 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     """Resolve the job file and tokenize its inputs on Beam: one histogram per output."""
     from .api import load_job_file
     from .config import DEFAULT_BLOCK_SIZE, Policies, resolve
-    from . import patterns, preflight
+    from . import patterns, preflight, storage_access
     from .launcher import length_histograms
 
     spec, run_section = load_job_file(path)
     block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
     policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
     config = resolve(spec, policies, block_size)
+    storage_access.check([f.path for f in config.files] + [f.tokenizer.path for f in config.files], beam_args)
     config = patterns.expand(config, beam_args)      # as the build expands them
     preflight.check_inputs(config)                   # regular files: a FIFO would block for good
     found = length_histograms(config, options=beam_args)

@@ -145,8 +145,12 @@ class OutputReader:
     """
 
     def __init__(self, path: str, mmap: bool = True, index: Optional[SampleIndex] = None,
-                 checksums: bool = False):
+                 checksums: bool = False, options=None):
         self.path = path
+        if not is_local(path):   # a wrong endpoint or key: said in seconds, not after retries
+            from .storage_access import check_dataset
+
+            check_dataset(path, options)
         self.meta = read_metadata(path)
         self._mmap = mmap and is_local(path)
         self._sums = _read_sums(self.meta) if checksums else None
@@ -515,15 +519,20 @@ def _as_int(value, what: str) -> int:
         raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None
 
 
-def open_output(path: str, mmap: bool = True, checksums: bool = False) -> OutputReader:
+def open_output(path: str, mmap: bool = True, checksums: bool = False, options=None) -> OutputReader:
     """Open an output directory (local or any Beam filesystem path).
 
     ``checksums=True`` also compares each shard, in full, with the sha256 that
     ``SHA256SUMS`` records before handing out any of its records (one extra read of
     every shard used): what an export or a copy between stores wants, where the record
     checks alone would take an in-vocabulary token changed on disk for a real one.
+
+    ``options``: Beam's file-system options for a remote path (flags such as
+    ``["--s3_endpoint_url=http://127.0.0.1:9000"]``, a ``PipelineOptions`` or a dict),
+    given to ``FileSystems`` before anything is read. A store that cannot be reached
+    with them raises ``StorageAccessError`` in seconds (``storage_access``).
     """
-    return OutputReader(path, mmap=mmap, checksums=checksums)
+    return OutputReader(path, mmap=mmap, checksums=checksums, options=options)
 
 
 def _read_sums(meta: Metadata) -> dict:

@@ -94,6 +94,11 @@ def configure(options) -> None:
     FileSystems.set_options(_options)
 
 
+def configured_options():
+    """The file-system options last given to :func:`configure` (None: none yet)."""
+    return _options
+
+
 def _is_s3(path: str) -> bool:
     return path.startswith("s3://")
 

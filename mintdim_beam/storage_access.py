@@ -19,6 +19,11 @@ still read and write its objects.
 client, plus a bounded ``botocore`` ``Config``. ``gs://`` has no such knob through
 Beam's options, so its probe (``FileSystems.exists``) runs on a thread that the check
 waits for a bounded time. Other schemes are not probed.
+
+The commands that read a dataset (``verify``, ``inspect``, ``plan``, ``report``,
+``export``) run the same check on the paths they were given, with their file-system
+flags, and the reader runs :func:`check_dataset` when it opens a remote directory: a
+wrong endpoint is the same message there, in seconds, instead of a hang.
 """
 
 from __future__ import annotations
@@ -112,6 +117,13 @@ def _probe_s3(path: str, bucket: str, prefix: str, settings: dict) -> None:
 
 
 def _probe_gcs(path: str, probe_path: str) -> None:
+    _probe_filesystems(path, probe_path, "gcs", GCS_DEADLINE)
+
+
+def _probe_filesystems(path: str, probe_path: str, problem: str, deadline: float) -> None:
+    """Ask Beam's ``FileSystems`` (with whatever settings it holds) whether
+    ``probe_path`` exists, on a thread waited for ``deadline`` seconds: its own retries
+    go on in the background, the caller is told now."""
     from apache_beam.io.filesystems import FileSystems
 
     found: dict = {}
@@ -123,13 +135,13 @@ def _probe_gcs(path: str, probe_path: str) -> None:
         except Exception as exc:      # what the store answered, reported below
             found["error"] = exc
 
-    worker = threading.Thread(target=probe, name="gcs-access-check", daemon=True)
+    worker = threading.Thread(target=probe, name="storage-access-check", daemon=True)
     worker.start()
-    worker.join(GCS_DEADLINE)
+    worker.join(deadline)
     if "error" in found:
-        raise StorageAccessError(path, "gcs", f"{type(found['error']).__name__}: {found['error']}")
+        raise StorageAccessError(path, problem, f"{type(found['error']).__name__}: {found['error']}")
     if "ok" not in found:
-        raise StorageAccessError(path, "gcs", f"no answer within {GCS_DEADLINE} s")
+        raise StorageAccessError(path, problem, f"no answer within {deadline:g} s")
 
 
 def check(paths: Iterable[str], options=None) -> None:
@@ -162,3 +174,38 @@ def check(paths: Iterable[str], options=None) -> None:
             _probe_gcs(path, f"gs://{bucket}/{prefix}")   # a pattern's fixed head
         with _lock:
             _reached.add(key)
+
+
+#: Seconds the reader waits for a first answer from an ``s3://`` store whose settings
+#: it was not given (``FileSystems`` was configured by the caller).
+READER_DEADLINE = 20
+
+
+def check_dataset(path: str, options=None) -> None:
+    """Before the reader touches the dataset ``path``: reach its bucket once, or raise
+    ``StorageAccessError``. Local paths pass.
+
+    ``options`` (Beam file-system flags, a ``PipelineOptions`` or a dict) are given to
+    ``FileSystems`` first (``storage.configure``) and probed as :func:`check` does.
+    Without them, the settings last configured through ``storage.configure`` are
+    probed; when there are none (the caller set ``FileSystems`` up itself), Beam's own
+    ``FileSystems`` is asked for the manifest with a deadline, since its settings
+    cannot be read back.
+    """
+    if "://" not in path:
+        return
+    from . import storage
+
+    if options is not None:
+        storage.configure(options)
+    else:
+        options = storage.configured_options()
+    if options is not None:
+        check([path], options)
+        return
+    scheme, bucket, prefix = _bucket_and_prefix(path)
+    if scheme == "s3":
+        key = "/".join(k for k in (prefix.strip("/"), "manifest.json") if k)
+        _probe_filesystems(path, f"s3://{bucket}/{key}", "endpoint", READER_DEADLINE)
+    elif scheme == "gs":
+        check([path])

@@ -416,6 +416,77 @@ def test_workers_check_access_at_setup(s3_remote):
     storage_access.check([path], s3_remote.options)     # the right endpoint: reached
 
 
+def _unreachable_argv(command: str, dataset: str, tmp_path: Path) -> list:
+    return {
+        "verify": ["verify", dataset],
+        "inspect": ["inspect", dataset, "--sample-id", "0"],
+        "plan": ["plan", dataset],
+        "report": ["report", dataset, "-o", str(tmp_path / "report.html")],
+        "export": ["export", dataset, str(tmp_path / "mg"), "--format", "megatron"],
+    }[command]
+
+
+@pytest.mark.parametrize("command", ["verify", "inspect", "plan", "report", "export"])
+def test_commands_that_read_a_dataset_fail_fast_on_unreachable_storage(s3_remote, tmp_path, capsys, command):
+    """The same check as the build's, on the paths the command was given: exit 2 in
+    seconds with the message that names the path and the flag, not minutes of retries."""
+    from mintdim_beam.cli import main
+
+    dataset = f"{s3_remote.root}/unreachable-{uuid.uuid4().hex[:6]}/out/chat"
+    closed = f"http://127.0.0.1:{_free_port()}"
+    started = time.monotonic()
+    code = main([*_unreachable_argv(command, dataset, tmp_path), *_flags_with(s3_remote, s3_endpoint_url=closed)])
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 2
+    assert elapsed < 15, elapsed
+    assert "Traceback" not in err
+    assert "[english] StorageAccessError: Storage could not be reached with the options given." in err
+    assert "[vietnam] StorageAccessError: Không truy cập được storage với các option đã cho." in err
+    assert f"Path: {dataset}" in err and f"Đường dẫn: {dataset}" in err
+    assert "check --s3_endpoint_url" in err and "kiểm tra --s3_endpoint_url" in err
+    assert closed in err
+    assert not (tmp_path / "report.html").exists() and not (tmp_path / "mg.bin").exists()
+
+
+def test_plan_of_a_job_fails_fast_on_unreachable_storage(s3_remote, tmp_path, capsys):
+    from mintdim_beam.cli import main
+
+    job = _job(tmp_path)
+    tag = f"unreachable-plan-{uuid.uuid4().hex[:6]}"
+    rjob = _to_remote(s3_remote, job, tag)
+    job_file = _job_file(tmp_path / "job.json", rjob, [str(tmp_path / "a"), str(tmp_path / "b")])
+    started = time.monotonic()
+    code = main(["plan", job_file, *_flags_with(s3_remote, s3_endpoint_url=f"http://127.0.0.1:{_free_port()}")])
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 2 and elapsed < 15, elapsed
+    assert "Traceback" not in err
+    assert "[english] StorageAccessError" in err and f"Path: {rjob['files'][0]}" in err
+    assert "check --s3_endpoint_url" in err
+
+
+def test_reader_fails_fast_on_unreachable_storage(s3_remote, tmp_path):
+    """open_output(..., options=...) gives FileSystems its settings and checks them first."""
+    from mintdim_beam import errors, reader
+
+    job = _job(tmp_path)
+    tag = f"reader-{uuid.uuid4().hex[:6]}"
+    rjob = _to_remote(s3_remote, job, tag)
+    out = f"{s3_remote.root}/{tag}/out"
+    run_pipeline(output_dirs=[out + "/instructions", out + "/chat"], block_size=4096,
+                 options=s3_remote.options, **rjob)
+    closed = _flags_with(s3_remote, s3_endpoint_url=f"http://127.0.0.1:{_free_port()}")
+    started = time.monotonic()
+    with pytest.raises(errors.StorageAccessError) as caught:
+        reader.open_output(f"{out}/chat", options=closed)
+    assert time.monotonic() - started < 15
+    assert caught.value.path == f"{out}/chat" and caught.value.problem == "endpoint"
+    assert "check --s3_endpoint_url" in str(caught.value)
+    opened = reader.open_output(f"{out}/chat", options=s3_remote.options)   # the right endpoint
+    assert len(opened) == 61
+
+
 # --------------------------------------------------------------------------- server-side concatenation
 
 
