@@ -19,9 +19,12 @@ from typing import Optional
 
 from . import storage
 from .config import BuildConfig
-from .plan import BlockRef
+from .plan import BlockRef, EncodeGroup
 
 _READ_AHEAD = 1 << 16
+#: Text bytes assumed per byte of a compressed input, to size the work on it before it
+#: is read (a guess changes the work's split, never the output).
+COMPRESSION_RATIO = 4
 
 
 #: Leading bytes of the compressed formats, for a compressed file named as plain JSONL
@@ -44,6 +47,40 @@ def plan_blocks(config: BuildConfig) -> list[BlockRef]:
             refs.append(BlockRef(spec.index, b, b * config.block_size,
                                  total if b == n - 1 else (b + 1) * config.block_size))
     return refs
+
+
+def group_blocks(config: BuildConfig, refs: list) -> list:
+    """``refs`` (``plan_blocks``' order) as encode groups, in the same order.
+
+    Consecutive files of one output that are one block each join one group while its
+    input (a compressed file's bytes counted ``COMPRESSION_RATIO`` times) stays within
+    ``config.block_size``; every other block is a group alone.
+    """
+    per_file: dict = {}
+    for ref in refs:
+        per_file[ref.file] = per_file.get(ref.file, 0) + 1
+    groups, run, size = [], [], 0
+    for ref in refs:
+        path = config.files[ref.file].path
+        weight = (ref.end - ref.start) * (COMPRESSION_RATIO if storage.is_compressed(path) else 1)
+        small = per_file[ref.file] == 1 and weight <= config.block_size
+        if run and not (small and size + weight <= config.block_size
+                        and config.files[ref.file].output == config.files[run[0].file].output):
+            groups.append(EncodeGroup(tuple(run)))
+            run, size = [], 0
+        run.append(ref)
+        size += weight
+        if not small:   # alone
+            groups.append(EncodeGroup(tuple(run)))
+            run, size = [], 0
+    if run:
+        groups.append(EncodeGroup(tuple(run)))
+    return groups
+
+
+def plan_groups(config: BuildConfig) -> list:
+    """The build's encode groups: :func:`group_blocks` of :func:`plan_blocks`."""
+    return group_blocks(config, plan_blocks(config))
 
 
 _decode_utf8 = bytes.decode   # UTF-8 is the default, and strict

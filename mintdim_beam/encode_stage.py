@@ -1,15 +1,21 @@
-"""The encode stage: read a block, encode it, spill it to staging, emit its summary.
+"""The encode stage: read a group of blocks, encode them, spill them to staging, emit
+their summaries.
 
 Separate from the write stage and from the wiring (``transforms``) because it is the
 one stage that tokenizes: it owns the block encoders (one per set of file settings,
 with their encode threads), the reading of plain and compressed inputs block by
 block, and the layout of a block's spill (records, overflow tokens, metadata and
 content hashes cut into the output's digest ranges), which the write stage reads back.
+An element is an encode group (``blocks.group_blocks``): one large block, or many
+small files, whose blocks spill into one file or a few (:class:`SpillBuffer`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
+from collections import deque
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -22,7 +28,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from . import blocks, errors, layout, options, progress, storage
 from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult, spill_header
 from .config import BuildConfig, OutputSpec
-from .plan import BlockRef, BlockSummary, OverflowSample
+from .plan import BlockRef, BlockSummary, EncodeGroup, OverflowSample
 from .records import BlockEncoder
 from .stage_base import _DIGEST, HASH_ROW, NAMESPACE, _load_tokenizers, _StorageDoFn
 from .tokenizers import SENTENCEPIECE
@@ -104,8 +110,19 @@ class _EncodeBlockFn(_StorageDoFn):
         for encoder in self._encoders.values():
             encoder.reset()   # nothing left over from a failed bundle
         self._completes.clear()
+        # (file, block) fed -> its group's SpillBuffer, one per time it was fed (a
+        # redelivered element feeds a block again before the first one finishes).
+        self._spills = {}
 
-    def process(self, ref: BlockRef):
+    def process(self, group: EncodeGroup):
+        buffer = SpillBuffer(self._config.block_size)
+        self._group = buffer
+        for ref in group.blocks:
+            yield from self._process_block(ref)
+        buffer.fed = True
+        yield from self._write(buffer)
+
+    def _process_block(self, ref: BlockRef):
         spec = self._config.files[ref.file]
         if storage.is_compressed(spec.path):
             # One planned block: read from the start, in blocks cut as it goes.
@@ -146,22 +163,37 @@ class _EncodeBlockFn(_StorageDoFn):
         # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
         # later block of the bundle is processed, or in finish_bundle.
         encoder = self._encoder(ref.file)
+        self._group.expect(ref)
+        self._spills.setdefault((ref.file, ref.block), deque()).append(self._group)
         if not self._pipelined:
-            yield self._spill(ref, encoder.encode_block(lines, file_start=ref.start == 0))
+            yield from self._done(ref, encoder.encode_block(lines, file_start=ref.start == 0))
             return
         for done, result in encoder.feed(ref, lines, file_start=ref.start == 0):
-            yield self._spill(done, result)
+            yield from self._done(done, result)
 
     def finish_bundle(self):
         for encoder in self._encoders.values():
             for done, result in encoder.drain():
-                yield WindowedValue(self._spill(done, result), MIN_TIMESTAMP, [GlobalWindow()])
+                for summary in self._done(done, result):
+                    yield WindowedValue(summary, MIN_TIMESTAMP, [GlobalWindow()])
 
     def teardown(self):
         for encoder in getattr(self, "_encoders", {}).values():
             encoder.close()
 
-    def _spill(self, ref: BlockRef, result: BlockResult) -> BlockSummary:
+    def _done(self, ref: BlockRef, result: BlockResult):
+        """A block's result is in: hand it to its group's buffer, write what is ready."""
+        buffer = self._spills[(ref.file, ref.block)].popleft()   # an encoder finishes blocks in feed order
+        buffer.add(ref, self._sections(ref, result))
+        yield from self._write(buffer)
+
+    def _write(self, buffer: "SpillBuffer"):
+        out = None
+        for spilled in buffer.ready():
+            out = out or self._config.outputs[self._config.files[spilled[0].ref.file].output]
+            yield from _write_spill(out, spilled)
+
+    def _sections(self, ref: BlockRef, result: BlockResult) -> "BlockSpill":
         self._samples.inc(result.n_samples)
         self._bad.inc(len(result.bad))
         out = self._config.outputs[self._config.files[ref.file].output]
@@ -176,16 +208,69 @@ class _EncodeBlockFn(_StorageDoFn):
         self._tokens.inc(figures.tokens)
         # The figures go in the spill's header for the launcher's progress display
         # (progress.SpillWatcher, local runs): the spill appears whole or not at all.
-        return _spill(out, ref, result, self._duplicate_tasks.get(out.index, 1), dtype, unit_tokens, figures)
+        return _block_spill(ref, result, self._duplicate_tasks.get(out.index, 1), dtype, unit_tokens, figures)
 
 
-def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks: int,
-           token_dtype: np.dtype, unit_tokens: dict, figures: progress.Figures) -> BlockSummary:
-    """Write a block's records, metadata and content hashes to staging, as one file
-    (``layout.block_spill``); return its summary, which says where each section lies.
+@dataclass
+class BlockSpill:
+    """A block's spill sections (name -> byte chunks, in file order) and its summary
+    without their places."""
+
+    ref: BlockRef
+    sections: dict
+    summary: BlockSummary
+    figures: progress.Figures
+    size: int = 0              # bytes of the sections
+
+
+class SpillBuffer:
+    """The spills of one encode group's blocks, written as few files as memory allows.
+
+    Blocks are written in the order they were fed (not the order they finish in: two
+    encoders of a group may finish out of order), cut into files of at least
+    ``cut_bytes`` each (the last one of a group smaller): a group of small files is a
+    file or a few, and a large streamed file still spills as it is read. Where the cuts
+    fall depends on the blocks' spills only, so a retried group writes the same files.
+    """
+
+    def __init__(self, cut_bytes: int):
+        self.cut_bytes = cut_bytes
+        self.fed = False            # every block of the group has been fed
+        self._order: list = []      # (file, block), in feed order
+        self._next = 0              # _order[:_next] are in a file or in _run
+        self._spills: dict = {}     # (file, block) -> BlockSpill, finished, not yet in _run
+        self._run: list = []        # consecutive finished blocks, not yet written
+        self._run_bytes = 0
+
+    def expect(self, ref: BlockRef) -> None:
+        self._order.append((ref.file, ref.block))
+
+    def add(self, ref: BlockRef, spill: BlockSpill) -> None:
+        self._spills[(ref.file, ref.block)] = spill
+
+    def ready(self) -> list:
+        """Lists of consecutive finished blocks to write as one file each, now."""
+        files = []
+        while self._next < len(self._order) and self._order[self._next] in self._spills:
+            spill = self._spills.pop(self._order[self._next])
+            self._next += 1
+            self._run.append(spill)
+            self._run_bytes += spill.size
+            if self._run_bytes >= self.cut_bytes:
+                files.append(self._run)
+                self._run, self._run_bytes = [], 0
+        if self._run and self.fed and self._next == len(self._order):   # the group's tail
+            files.append(self._run)
+            self._run, self._run_bytes = [], 0
+        return files
+
+
+def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token_dtype: np.dtype,
+                 unit_tokens: dict, figures: progress.Figures) -> BlockSpill:
+    """A block's records, metadata and content hashes as spill sections, and its summary.
 
     The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
-    ranges is one slice of the spill; the bounds, first in the section, say where each
+    ranges is one slice of the section; the bounds, first in the section, say where each
     begins. Overflow tokens are spilled in the shards' ``token_dtype``, the type they
     are written in (a quarter of int64's bytes for a vocabulary of up to 65,535 ids).
     """
@@ -219,13 +304,44 @@ def _spill(out: OutputSpec, ref: BlockRef, result: BlockResult, duplicate_tasks:
         bounds = _range_bounds(hashes, duplicate_tasks).astype("<i8")
         sections["hashes"] = [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
                               storage.byte_view(hashes)]
-    header, places = spill_header({name: sum(len(c) for c in chunks) for name, chunks in sections.items()},
-                                         figures.to_dict())
-    storage.write_bytes(layout.block_spill(out, ref.file, ref.block),
-                        [header] + [c for chunks in sections.values() for c in chunks])
-    return BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
-                        overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0,
-                        {name: tuple(place) for name, place in places.items()})
+    summary = BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
+                           overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0)
+    return BlockSpill(ref, sections, summary, figures, sum(len(c) for chunks in sections.values() for c in chunks))
+
+
+def _write_spill(out: OutputSpec, spills: list) -> list:
+    """Write consecutive blocks' spills as one file (``layout.block_spill`` of the first
+    block); return their summaries, which say where each section lies.
+
+    Sections go kind by kind (each unit's records, overflow tokens, metadata, hashes),
+    block after block within a kind: the records of a unit in consecutive blocks are
+    then one byte range, and a shard of many small blocks is a few copies. A file of
+    one block names its sections as they are; several blocks' names are prefixed with
+    ``f<file>-b<block>/``.
+    """
+    def kind(name):
+        if name.startswith("unit_"):
+            return (0, int(name[5:]))
+        return ({"overflow": 1, "meta": 2, "hashes": 3}[name], 0)
+
+    one = len(spills) == 1
+    entries = sorted(((kind(name), k, name) for k, spill in enumerate(spills) for name in spill.sections))
+    named = {}
+    for _, k, name in entries:
+        ref = spills[k].ref
+        named[name if one else f"f{ref.file:05d}-b{ref.block:06d}/{name}"] = (k, name)
+    lengths = {full: sum(len(c) for c in spills[k].sections[name]) for full, (k, name) in named.items()}
+    figures = sum((spill.figures for spill in spills), progress.Figures())
+    header, places = spill_header(lengths, figures.to_dict())
+    first = spills[0].ref
+    storage.write_bytes(layout.block_spill(out, first.file, first.block),
+                        [header] + [c for k, name in named.values() for c in spills[k].sections[name]])
+    found: list = [{} for _ in spills]
+    for full, (k, name) in named.items():
+        found[k][name] = tuple(places[full])
+    spill = None if one else (first.file, first.block)
+    return [dataclasses.replace(s.summary, sections=found[k], spill=spill if k else None)
+            for k, s in enumerate(spills)]
 
 
 def _sorted_hashes(result: BlockResult) -> np.ndarray:

@@ -45,17 +45,69 @@ _POOL = pa.system_memory_pool()
 
 def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_unit_size: int,
                      samples_per_shard: int) -> dict:
-    """The sample, unk, overflow and bad-record rows of one block, as UTF-8 JSONL bytes.
+    """The sample, unk, overflow and bad-record rows of one block (:func:`run_index_rows`)."""
+    return run_index_rows([(meta, plan, source_file)], max_unit_size, samples_per_shard)
 
-    Global ids are the block's offsets from the plan plus local positions; a record's
+
+def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> dict:
+    """The sample, unk, overflow and bad-record rows of consecutive blocks, each a
+    ``(BlockResult, BlockPlan, source file)``, as UTF-8 JSONL bytes: each index's rows
+    block after block.
+
+    Global ids are each block's offsets from the plan plus local positions; a record's
     shard comes from its rank in its unit. Sample and UNK rows (one per written sample,
     the bulk of the work) are computed column-wise with numpy and put together by
     Arrow (:func:`_join_rows`), so their text never exists as a Python string per row;
-    the rare rows of the other indexes are built one by one.
+    the rare rows of the other indexes are built one by one. The sample rows of every
+    block are made together: a corpus of many small files is as many blocks of a few
+    dozen samples, and a block's own Arrow calls cost more than its rows.
     """
-    src = json.dumps(source_file, ensure_ascii=False)
+    columns = [_sample_columns(meta, plan, samples_per_shard) for meta, plan, _ in blocks]
+    sources = [json.dumps(source, ensure_ascii=False) for _, _, source in blocks]
+    sizes = [len(c["indexed"]) for c in columns]
+    n = sum(sizes)
+
+    def cat(name):
+        return np.concatenate([c[name] for c in columns]) if len(columns) > 1 else columns[0][name]
+
+    if len(set(sources)) == 1:
+        source_piece = ',"source_file":' + sources[0] + ',"source_line":'
+    else:
+        owner = np.repeat(np.arange(len(blocks)), sizes)
+        source_piece = (',"source_file":', _take(_strings(sources), owner), ',"source_line":')
+    empty = None
+    if any(c["empty"] is not None for c in columns):
+        empty = [text for c in columns for text in (c["empty"] or ["[]"] * len(c["indexed"]))]
+    units = cat("units")
+    shards, records = np.divmod(cat("ranks"), samples_per_shard)
+    unit_text = _ints_text(units)
+    pieces = ('{"sample_id":', _ints_text(cat("ids")), ',"hash":"', _hex_digests(cat("digests")),
+              '","token_count":', _ints_text(cat("token_count")), ',"unit_size":', unit_text)
+    pieces += (source_piece,) if isinstance(source_piece, str) else source_piece
+    pieces += (_ints_text(cat("lines")), ',"shard_path":"unit_', unit_text, "/shard_",
+               _pc().utf8_lpad(_ints_text(shards), 6, "0", memory_pool=_POOL), '.bin","empty_fields":',
+               "[]" if empty is None else _strings(empty), ',"shard_record":', _ints_text(records), "}\n")
+    sample_rows = _join_rows(n, pieces)
+
+    found = {"unk_index.jsonl": [], "overflow_index.jsonl": [], "bad_record_index.jsonl": []}
+    with_unk = unk_tokens = 0
+    for (meta, plan, source), c, src in zip(blocks, columns, sources):
+        rows = _other_rows(meta, plan, source, src, c, max_unit_size)
+        for name in found:
+            found[name].append(rows[name])
+        with_unk += rows["samples_with_unk"]
+        unk_tokens += rows["unk_tokens"]
+    return {
+        "sample_index.jsonl": sample_rows,
+        **{name: b"".join(parts) if len(parts) != 1 else parts[0] for name, parts in found.items()},
+        "stats": {"samples_with_unk": with_unk, "unk_tokens": unk_tokens},
+    }
+
+
+def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) -> dict:
+    """One block's columns of its ``sample_index`` rows (``indexed``: the block's
+    samples that have one), and its global lines."""
     status = meta.status
-    n = len(status)
     base = plan.sample_offset
     lines = meta.local_line.astype(np.int64) + (plan.line_offset + 1)
     indexed = np.nonzero((status != BAD) & (status != OVF_SKIP))[0]   # rows of sample_index
@@ -75,9 +127,7 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
         within = np.arange(len(order), dtype=np.int64) - np.repeat(first, counts)
         start = np.array([plan.unit_rank[int(u)] for u in sizes], np.int64)
         ranks[declared[order]] = np.repeat(start, counts) + within
-    shards, records = np.divmod(ranks, samples_per_shard)
 
-    hexes = _hex_digests(meta.digests)
     empty = None
     if meta.empty_fields:
         empty = ["[]"] * len(indexed)
@@ -90,15 +140,19 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
                 if text is None:
                     text = texts[key] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
                 empty[position[s]] = text
-    unit_text = _ints_text(units)
-    sample_rows = _join_rows(len(indexed), (
-        '{"sample_id":', _ints_text(indexed + base), ',"hash":"', _take(hexes, indexed),
-        '","token_count":', _ints_text(meta.token_count[indexed]), ',"unit_size":', unit_text,
-        ',"source_file":' + src + ',"source_line":', _ints_text(lines[indexed]), ',"shard_path":"unit_',
-        unit_text, "/shard_", _pc().utf8_lpad(_ints_text(shards), 6, "0", memory_pool=_POOL), '.bin","empty_fields":',
-        "[]" if empty is None else _strings(empty), ',"shard_record":',
-        _ints_text(records), "}\n"))
+    return {"indexed": indexed, "ids": indexed + base, "digests": meta.digests[indexed],
+            "token_count": meta.token_count[indexed], "units": units, "ranks": ranks, "lines": lines[indexed],
+            "all_lines": lines, "extended": extended, "empty": empty}
 
+
+def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, columns: dict,
+                max_unit_size: int) -> dict:
+    """One block's rows of the UNK, overflow and bad-record indexes."""
+    status = meta.status
+    n = len(status)
+    base = plan.sample_offset
+    lines = columns["all_lines"]
+    indexed, units, extended = columns["indexed"], columns["units"], columns["extended"]
     bad_rows = []
     overflow_rows = []
     unk_rows = b""
@@ -139,16 +193,16 @@ def block_index_rows(meta: BlockResult, plan: BlockPlan, source_file: str, max_u
             owner = owner[order]
             parts = _take(pa.concat_arrays([parts, _strings(unk.rendered_text)], memory_pool=_POOL), order)
         unk_rows = _join_rows(len(owner), (
-            '{"sample_id":', _ints_text(owner + base), ',"hash":"', _take(hexes, owner),
+            '{"sample_id":', _ints_text(owner + base), ',"hash":"', _hex_digests(meta.digests[owner]),
             '","source_file":' + src + ',"source_line":', _ints_text(lines[owner]), ",", parts))
         samples_with_unk = len(owner)
         unk_tokens = unk.tokens
     return {
-        "sample_index.jsonl": sample_rows,
         "unk_index.jsonl": unk_rows,
         "overflow_index.jsonl": "".join(overflow_rows).encode("utf-8"),
         "bad_record_index.jsonl": "".join(bad_rows).encode("utf-8"),
-        "stats": {"samples_with_unk": samples_with_unk, "unk_tokens": unk_tokens},
+        "samples_with_unk": samples_with_unk,
+        "unk_tokens": unk_tokens,
     }
 
 

@@ -349,7 +349,7 @@ def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOption
     nthreads = _dask_nthreads(dask.address)
     if not (dask.npartitions or dask.partition_size):
         wanted = 2 * (sum(nthreads.values()) or usable_cores())
-        dask.npartitions = max(1, min(len(blocks.plan_blocks(config)), wanted, DASK_MAX_PARTITIONS))
+        dask.npartitions = max(1, min(len(blocks.plan_groups(config)), wanted, DASK_MAX_PARTITIONS))
     return dask_sharers(nthreads) if nthreads else None
 
 

@@ -36,6 +36,18 @@ class BlockRef:
     end: int
 
 
+@dataclass(frozen=True)
+class EncodeGroup:
+    """Blocks one encode task reads and encodes, in order (``blocks.group_blocks``):
+    consecutive whole small files of one output, or one block alone."""
+
+    blocks: tuple              # BlockRef
+
+    @property
+    def key(self) -> tuple:
+        return (self.blocks[0].file, self.blocks[0].block)
+
+
 class OverflowSample(NamedTuple):
     """An ``extend`` overflow sample, whose unit is decided by the plan."""
 
@@ -66,10 +78,19 @@ class BlockSummary:
     # "meta", "hashes") -> (byte offset, length); the tasks carry the offsets their
     # readers need, so nothing reads a spill's header.
     sections: dict = field(default_factory=dict)
+    # (file, block) naming the spill file that holds those sections: the first block of
+    # the block's encode group (``blocks.group_blocks``); None: the block's own.
+    spill: Optional[tuple] = None
+
+
+def spill_key(item) -> tuple:
+    """(file, block) naming the spill file of a summary or block plan (``layout.block_spill``)."""
+    return item.spill or (item.file, item.block)
 
 
 class Piece(NamedTuple):
-    """Part of a shard: ``count`` records of a block spill starting at ``start``."""
+    """Part of a shard: ``count`` records of a block's section of a spill starting at
+    ``start``; ``file`` and ``block`` name the spill file (``spill_key``)."""
 
     file: int
     block: int
@@ -85,7 +106,8 @@ class ShardTask:
     shard: int
     n_records: int
     pieces: tuple              # Piece for declared units
-    overflow: tuple            # (file, block, OverflowSample, spill offset of its tokens) for extended units
+    # (spill file, spill block, OverflowSample, spill offset of its tokens) for extended units
+    overflow: tuple
     # The output's largest unit (declared or extended): with the vocabulary, it sets
     # the slot dtype of every shard of the output, and so whether declared units'
     # spills (laid out for the largest declared unit) are widened when copied.
@@ -102,6 +124,7 @@ class HashSpill:
     sample_offset: int
     line_offset: int
     offset: int = 0            # byte offset of the hash rows' section in the spill
+    spill: Optional[tuple] = None   # (file, block) of the spill file (``spill_key``)
 
 
 @dataclass(frozen=True)
@@ -126,6 +149,7 @@ class BlockPlan:
     extend: dict = field(default_factory=dict)   # local sample -> (unit, rank)
     meta: tuple = (0, 0)                  # (offset, length) of the pickled result in the spill
     samples: int = 0                      # samples the block read
+    spill: Optional[tuple] = None         # (file, block) of its spill file (``spill_key``)
 
 
 @dataclass
@@ -182,11 +206,10 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
     """Compute the build plan from every block's summary."""
     summaries = list(summaries)
     line_offsets: dict = {}
-    for f in config.files:
-        total = 0
-        for s in sorted((s for s in summaries if s.file == f.index), key=lambda s: s.block):
-            line_offsets[(s.file, s.block)] = total
-            total += s.n_lines
+    totals: dict = {}
+    for s in sorted(summaries, key=lambda s: (s.file, s.block)):   # one pass: a corpus can be 10^5 files
+        line_offsets[(s.file, s.block)] = totals.get(s.file, 0)
+        totals[s.file] = line_offsets[(s.file, s.block)] + s.n_lines
 
     error = _first_error(config, summaries, line_offsets)
     blocks: dict = {}
@@ -206,7 +229,8 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
         bad = overflow_events = 0
         for s in ordered:
             plan = BlockPlan(s.file, s.block, out.index, sample_offset, line_offsets[(s.file, s.block)],
-                             dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))), samples=s.n_samples)
+                             dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))), samples=s.n_samples,
+                             spill=s.spill)
             for u, c in s.unit_counts.items():
                 unit_rank[u] += c
                 unit_tokens[u] += s.unit_tokens[u]
@@ -219,7 +243,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
                 else:
                     unit = added[bisect.bisect_left(added, ovf.token_count)]
                 plan.extend[ovf.local_sample] = (unit, len(members[unit]))
-                members[unit].append((s.file, s.block, ovf, _offset(s, "overflow")))
+                members[unit].append((*spill_key(s), ovf, _offset(s, "overflow")))
             blocks[(s.file, s.block)] = plan
             sample_offset += s.n_samples
             bad += s.bad_records
@@ -252,7 +276,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
 def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
     """The output's duplicate tasks: task ``t`` reads range ``t`` of every block's spill."""
     spills = tuple(HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
-                             blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"))
+                             blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"), s.spill)
                    for s in ordered if s.hash_tasks)
     return [DuplicateTask(output, t, spills) for t in range(max((s.hash_tasks for s in ordered), default=0))]
 
@@ -266,7 +290,7 @@ def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -
         start = 0
         while count > 0:
             take = min(count, sps - filled)
-            pieces.append(Piece(s.file, s.block, start, take, _offset(s, f"unit_{unit}")))
+            pieces.append(Piece(*spill_key(s), start, take, _offset(s, f"unit_{unit}")))
             start += take
             count -= take
             filled += take

@@ -31,6 +31,7 @@ from .config import FileSpec, Policies
 from .template import FieldTypeError, render_value
 
 _BOM = "\ufeff"
+_BOM_STARTS = (b"\xef", _BOM)   # what a line starting with a BOM starts with, as bytes or str
 # A slice of a block: the unit of pipelining between parsing and encoding (see
 # BlockEncoder.feed). Measured on 2 cores: ~1k samples per slice is the best trade-off
 # between overlap (smaller) and per-slice numpy overhead (larger).
@@ -147,7 +148,9 @@ class LineParser:
         errors) goes line by line, each line through :meth:`_parse` unless it is clean.
         """
         limit = SLICE_SAMPLES
-        if not (file_start and pos == 0):
+        # A file's first line is special only when it starts with a BOM: a corpus of
+        # small files would otherwise take the slow path for nearly every line.
+        if not (file_start and pos == 0 and pos < len(lines) and lines[pos][:1] in _BOM_STARTS):
             chunk = lines[pos:pos + limit]
             total = list(accumulate(map(len, chunk)))
             if total and total[-1] > SLICE_CHARS:

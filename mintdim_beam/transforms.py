@@ -7,7 +7,7 @@ summaries, byte ranges and task descriptions. That keeps memory per worker bound
 block, batch and shard size on every runner, including the in-memory one, which holds
 whole PCollections (and shuffles) in memory.
 
-    BlockRef ──EncodeBlocks──► spills (records, metadata, hashes sorted by digest)
+    EncodeGroup ──EncodeBlocks──► spills (records, metadata, hashes sorted by digest)
                                + BlockSummary ──CollectSummaries──► plan
     plan ──► ShardTask | BlockPlan | DuplicateTask ──WriteOutputs──► staged shards,
                  index parts, duplicate parts
@@ -62,7 +62,7 @@ from .records import BlockEncoder
 from .tokenizers import load_tokenizer
 
 # The stages live in their own modules; their names stay importable from here.
-from .encode_stage import (_EncodeBlockFn, _range_bounds, _sorted_hashes, _spill,  # noqa: F401
+from .encode_stage import (_EncodeBlockFn, _range_bounds, _sorted_hashes, _write_spill,  # noqa: F401
                            encode_pool, encoder_key)
 from .finalize_stage import _FinalizeFn, _HashInputFn, _result_key  # noqa: F401
 from .stage_base import (_DIGEST, DIGEST, DUPS, HASH_ROW, NAMESPACE, PART, PLAN, SHARD,  # noqa: F401
@@ -80,7 +80,7 @@ from .write_stage import (DUPLICATE_MEMBERS_PER_CHUNK, EXTENDED_CHUNK_BYTES,  # 
 DUPLICATE_TASK_BYTES = 64 << 18
 #: Text bytes assumed per byte of a compressed input, to size its output's duplicate
 #: tasks before the input is read (a guess changes the work's split, never the output).
-COMPRESSION_RATIO = 4
+COMPRESSION_RATIO = blocks.COMPRESSION_RATIO
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,8 @@ class UnitBuild(beam.PTransform):
         config = self._config
         shared = Shared()
         fs = storage.filesystem_options(pbegin.pipeline.options)
-        refs = blocks.plan_blocks(config)
+        groups = blocks.plan_groups(config)
+        refs = [ref for group in groups for ref in group.blocks]
         input_bytes = {o.index: 0 for o in config.outputs}
         for r in refs:
             path = config.files[r.file].path
@@ -198,8 +199,8 @@ class UnitBuild(beam.PTransform):
         dup_tasks = {o: duplicate_tasks(n) for o, n in input_bytes.items()}
         summaries = (
             pbegin
-            | "ListBlocks" >> beam.Create(refs, reshuffle=False)
-            | "SpreadBlocks" >> _Redistribute(lambda r: (r.file, r.block))
+            | "ListBlocks" >> beam.Create(groups, reshuffle=False)
+            | "SpreadBlocks" >> _Redistribute(lambda g: g.key)
             | "EncodeBlocks" >> beam.ParDo(
                 _EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder,
                                options.explicit_threads(pbegin.pipeline.options), self._sharers(pbegin),

@@ -20,7 +20,7 @@ from apache_beam.utils.shared import Shared
 
 from . import indexes, layout, storage
 from .config import BuildConfig
-from .plan import DuplicateTask, ShardTask
+from .plan import DuplicateTask, ShardTask, spill_key
 from .shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
 from .stage_base import (_DIGEST, DUPS, HASH_ROW, NAMESPACE, PART, SHARD, DuplicatePartResult, PartResult,
                          ShardResult, _load_tokenizers, _StorageDoFn)
@@ -76,17 +76,12 @@ def _write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
     one block with index_layout "parts"), as one part each, named by the first block."""
     first = plans[0]
     out = config.outputs[first.output]
-    rows = {name: [] for name in PartResult.written}
-    with_unk = unk_tokens = 0
+    metas = []
     for bp in plans:
-        meta = pickle.loads(storage.read_range(layout.block_spill(out, bp.file, bp.block), *bp.meta))
-        block_rows = indexes.block_index_rows(meta, bp, config.files[bp.file].path, max(out.sizes),
-                                              out.samples_per_shard)
-        for name in PartResult.written:
-            rows[name].append(block_rows[name])
-        with_unk += block_rows["stats"]["samples_with_unk"]
-        unk_tokens += block_rows["stats"]["unk_tokens"]
-    rows = {name: b"".join(chunks) for name, chunks in rows.items()}
+        metas.append((pickle.loads(storage.read_range(layout.block_spill(out, *spill_key(bp)), *bp.meta)), bp,
+                      config.files[bp.file].path))
+    rows = indexes.run_index_rows(metas, max(out.sizes), out.samples_per_shard)
+    with_unk, unk_tokens = rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"]
     sums = []
     written = PartResult.written
     if config.index_layout != "parts":   # concatenated by finalize, which skips the parts not written
@@ -105,7 +100,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     for s in task.spills:
         # The hashes section: the number of bounds, the bounds, then the rows (see encode_stage._spill).
-        with storage.open_read(layout.block_spill(out, s.file, s.block)) as f:
+        with storage.open_read(layout.block_spill(out, *spill_key(s))) as f:
             f.seek(s.offset)
             n = int(np.frombuffer(f.read(8), "<i8")[0])
             f.seek(s.offset + 8 + task.task * 8)
@@ -220,9 +215,9 @@ class _WriteOutputsFn(_StorageDoFn):
         if task.pieces:
             spilled = slot_storage(tok.storage, max(out.sizes))
             record_bytes = record_slots(n, task.unit) * spilled.bytes_per_token
-            ranges = [
+            ranges = _joined([
                 (layout.block_spill(out, p.file, p.block), p.offset + p.start * record_bytes, p.count * record_bytes)
-                for p in task.pieces]
+                for p in task.pieces])
             if spilled == slots:
                 size = storage.write_ranges(staged, ranges, sha=sha)   # a byte copy: every common build
             else:
@@ -259,6 +254,19 @@ class _WriteOutputsFn(_StorageDoFn):
                                                         ovf.token_count * spilled.itemsize), spilled)
                 records[r, 1 + n:1 + n + len(data)] = data
             yield storage.byte_view(records)
+
+
+def _joined(ranges: list) -> list:
+    """``ranges`` with each run of ranges that follow one another in one file as one
+    range: the blocks of an encode group lay out each unit's records one after another
+    in their shared spill, so a shard of many small blocks is a few copies."""
+    joined = []
+    for path, start, length in ranges:
+        if joined and joined[-1][0] == path and joined[-1][1] + joined[-1][2] == start:
+            joined[-1] = (path, joined[-1][1], joined[-1][2] + length)
+        else:
+            joined.append((path, start, length))
+    return joined
 
 
 def _widened(ranges: list, spilled: TokenStorage, slots: TokenStorage, width: int):
