@@ -9,10 +9,12 @@ does not (:func:`configure`).
 ``s3://`` paths use Beam's AWS file system one level down, through its ``S3IO`` with
 one client per thread: ``FileSystems`` builds a new ``S3FileSystem``, hence a new
 boto3 session and client, for every call (about 0.15 s of CPU each), which costs more
-than the tokenization for a build with many blocks. Beam's S3 uploader also cannot
-create an empty object (S3 refuses a multipart upload without parts), so empty files
-go up as one plain PUT through the same client. Everything else goes through
-``FileSystems`` itself.
+than the tokenization for a build with many blocks. Reads and small writes go to the
+client directly, to save requests that a build of many small files pays per file on a
+real store too: a read is one ranged GET (Beam's reader asks for the size first, and
+fills 16 MiB whatever was asked: :class:`_S3Reader`), and a file of up to 8 MiB one PUT
+(Beam's uploader makes every file a multipart upload of three requests, and cannot
+make an empty one). Everything else goes through ``FileSystems`` itself.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 
 _RAW = CompressionTypes.UNCOMPRESSED
 _CHUNK = 8 << 20
+_SEQUENTIAL = 16 << 20      # s3:// read-ahead of a reader that goes through a file in order
 _MIME = "application/octet-stream"
 
 # Option classes that configure file systems (S3 endpoint and keys, GCS project, ...).
@@ -221,12 +224,99 @@ def sizes(paths: list[str]) -> list[int]:
     return [found[p] for p in paths]
 
 
-def open_read(path: str):
+def open_read(path: str, readahead: int = 0):
+    """A binary reader of ``path``'s stored bytes (``read``, ``seek``, ``tell``).
+
+    ``readahead``: on ``s3://``, a read of fewer bytes than this fetches this many, for
+    readers that go through a file in small steps; 0 (random access): each read is
+    one ranged GET of exactly the bytes asked for.
+    """
     if is_local(path):
         return open(path, "rb")
     if _is_s3(path):
-        return _s3().open(path, "rb")
+        return _S3Reader(path, readahead)
     return FileSystems.open(path, compression_type=_RAW)
+
+
+class _S3Reader:
+    """An ``s3://`` object read by ranged GETs through this thread's client.
+
+    Beam's S3 reader asks for the object's size (a HEAD) before its first read and
+    fills a 16 MiB buffer whatever the read; a build reads every input twice and each
+    block's spill several times, by byte range, so that was a HEAD and a GET, and up to
+    16 MiB, per small read: about half the requests of a build of many small files.
+    Here a read is one GET of the range asked (the object's size comes with the first
+    answer, so a read at the end costs nothing); a missing object is
+    ``FileNotFoundError``.
+    """
+
+    def __init__(self, path: str, readahead: int = 0):
+        from apache_beam.io.aws import s3io
+
+        self._path = path
+        self._bucket, self._key = s3io.parse_s3_path(path)
+        self._client = s3_client()
+        self._readahead = readahead
+        self._pos = 0
+        self._size = None                   # known from the first answer's Content-Range
+        self._buffer, self._buffer_at = b"", 0
+
+    def _get(self, start: int, length) -> bytes:
+        if length == 0 or (self._size is not None and start >= self._size):
+            return b""
+        from botocore.exceptions import ClientError
+
+        span = f"bytes={start}-" if length is None else f"bytes={start}-{start + length - 1}"
+        try:
+            answer = self._client.get_object(Bucket=self._bucket, Key=self._key, Range=span)
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code == "InvalidRange":      # at or past the end (or an empty object)
+                self._size = start if self._size is None else self._size
+                return b""
+            if code in ("NoSuchKey", "404", "NotFound"):
+                raise FileNotFoundError(f"{self._path}: no such object") from None
+            raise
+        total = answer.get("ContentRange", "").rpartition("/")[2]
+        if total.isdigit():
+            self._size = int(total)
+        return answer["Body"].read()
+
+    def read(self, size: int = -1) -> bytes:
+        inside = self._pos - self._buffer_at
+        if size is not None and 0 <= size and 0 <= inside and inside + size <= len(self._buffer):
+            data = self._buffer[inside:inside + size]
+        elif size is None or size < 0:
+            data = self._get(self._pos, None)
+        elif size < self._readahead:
+            self._buffer, self._buffer_at = self._get(self._pos, self._readahead), self._pos
+            data = self._buffer[:size]
+        else:
+            data = self._get(self._pos, size)
+        self._pos += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_CUR:
+            offset += self._pos
+        elif whence == os.SEEK_END:
+            if self._size is None:
+                self._size = _s3().size(self._path)
+            offset += self._size
+        self._pos = offset
+        return offset
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        self._buffer = b""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def compression(path: str) -> str:
@@ -257,8 +347,8 @@ def open_decompressed(path: str):
     """
     kind = compression(path)
     if kind == _RAW:
-        return open_read(path)
-    return _Decompressed(open_read(path), kind)
+        return open_read(path, readahead=_SEQUENTIAL)
+    return _Decompressed(open_read(path, readahead=_SEQUENTIAL), kind)
 
 
 class _Decompressed:
@@ -430,13 +520,9 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None) -> int:
     if isinstance(chunks, (bytes, bytearray, memoryview)):
         chunks = [chunks]
     chunks = iter(chunks)
+    if _is_s3(path):
+        return _s3_write(path, chunks, sha)
     first = next((c for c in chunks if len(c)), None)
-    if first is None and _is_s3(path):
-        from apache_beam.io.aws import s3io
-
-        bucket, key = s3io.parse_s3_path(path)
-        _s3().client.client.put_object(Bucket=bucket, Key=key, Body=b"")
-        return 0
     target = path
     if is_local(path):
         target = f"{path}.tmp-{uuid.uuid4().hex}"
@@ -451,6 +537,41 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None) -> int:
                 sha.update(chunk)
     if target != path:
         os.replace(target, path)
+    return written
+
+
+#: An ``s3://`` file of at most this many bytes is one PUT; a larger one goes through
+#: Beam's multipart upload (which also cannot make an empty object).
+SINGLE_PUT = 8 << 20
+
+
+def _s3_write(path: str, chunks, sha) -> int:
+    """``write_bytes`` on ``s3://``: a small file (spills, index parts and summaries of
+    a build of many small blocks) in one request instead of a multipart upload's three."""
+    from apache_beam.io.aws import s3io
+
+    held = bytearray()      # copied: a chunk may be a view of a buffer its maker reuses
+    for chunk in chunks:
+        held += chunk
+        if len(held) > SINGLE_PUT:
+            break
+    else:
+        bucket, key = s3io.parse_s3_path(path)
+        s3_client().put_object(Bucket=bucket, Key=key, Body=bytes(held), ContentType=_MIME)
+        if sha is not None:
+            sha.update(held)
+        return len(held)
+    written = len(held)
+    if sha is not None:
+        sha.update(held)
+    with _s3().open(path, "wb", mime_type=_MIME) as f:
+        f.write(held)
+        del held
+        for chunk in chunks:
+            f.write(chunk)
+            written += len(chunk)
+            if sha is not None:
+                sha.update(chunk)
     return written
 
 

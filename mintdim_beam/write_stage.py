@@ -100,7 +100,8 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     for s in task.spills:
         # The hashes section: the number of bounds, the bounds, then the rows (see encode_stage._spill).
-        with storage.open_read(layout.block_spill(out, *spill_key(s))) as f:
+        # Read ahead: the count and this task's bounds come in one request on a store.
+        with storage.open_read(layout.block_spill(out, *spill_key(s)), readahead=1 << 16) as f:
             f.seek(s.offset)
             n = int(np.frombuffer(f.read(8), "<i8")[0])
             f.seek(s.offset + 8 + task.task * 8)
