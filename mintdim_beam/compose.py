@@ -335,7 +335,8 @@ def _gcs_concatenate(client, path: str, sources: list, sha, max_compose: int) ->
                     following.append(name)
                 results = list(pool.map(compose, jobs))
                 made.update(name for name, _ in jobs if not last)
-                spent = [n for n in current if n in made]
+                kept = set(following)        # an object carried to the next level as it is
+                spent = [n for n in current if n in made and n not in kept]
                 list(pool.map(remove, spent))
                 made.difference_update(spent)
                 current = following

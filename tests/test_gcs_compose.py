@@ -165,3 +165,23 @@ def test_gcs_compose_of_a_missing_part_publishes_nothing(gcs):
     assert compose.concatenate(f"gs://{BUCKET}/missing/one.jsonl", sources[:1], sha=sha, gcs=gcs) == 7
     assert bucket.blob("missing/one.jsonl").download_as_bytes() == b"line 0\n"
     assert sha.hexdigest() == hashlib.sha256(b"line 0\n").hexdigest()
+
+
+@pytest.mark.parametrize("count", [5, 18, 33, 64])
+def test_gcs_compose_trees_carry_objects_between_levels(gcs, count):
+    """Tree shapes where an object skips a level (a lone source, or an intermediate
+    object of the level before) keep it until it is composed, and keep the order."""
+    from mintdim_beam import compose
+
+    bucket = gcs.bucket(BUCKET)
+    blobs = [b"%d-%s\n" % (i, b"x" * (i % 7)) for i in range(count)]
+    sources = []
+    for i, data in enumerate(blobs):
+        bucket.blob(f"tree{count}/parts/p{i:03d}").upload_from_string(data)
+        sources.append(f"gs://{BUCKET}/tree{count}/parts/p{i:03d}")
+    sha = hashlib.sha256()
+    assert compose.concatenate(f"gs://{BUCKET}/tree{count}/out", sources, sha=sha, gcs=gcs,
+                               max_compose=4) == sum(map(len, blobs))
+    assert bucket.blob(f"tree{count}/out").download_as_bytes() == b"".join(blobs)
+    assert sha.hexdigest() == hashlib.sha256(b"".join(blobs)).hexdigest()
+    assert _names(gcs, f"tree{count}/") == sorted([f"tree{count}/out", *(s.split("/", 3)[3] for s in sources)])
