@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+from .long_texts import LONG_TEXT_CHARS, PieceEncoder, cuttable
 from .shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
 from .sp_model import read_model
 from .unk_rows import CharColumn
@@ -303,8 +304,9 @@ class HuggingFaceTokenizer(Tokenizer):
 
     kind = HF_JSON
 
-    def __init__(self, path: str, data: bytes, word_encoder: bool = True):
-        """``word_encoder``: encode word by word where ``accel.bpe_words`` can."""
+    def __init__(self, path: str, data: bytes, word_encoder: bool = True, accelerators: bool = True):
+        """``word_encoder``: encode word by word where ``accel.bpe_words`` can (with
+        ``accelerators`` on; otherwise only texts of ``LONG_TEXT_CHARS`` or more)."""
         self.path = path
         tok = _hf_tokenizer(data)
         if tok is None:
@@ -325,10 +327,18 @@ class HuggingFaceTokenizer(Tokenizer):
         self.storage = select_storage(max(self.vocab_size, max_id + 1))
         self._fast = hasattr(tok, "encode_batch_fast")
         self._words = None
-        if word_encoder:
+        # A text of LONG_TEXT_CHARS or more is never given to the library whole when an
+        # exact cut exists: its Encoding needs 100-180 bytes per byte of text. The word
+        # encoder (byte-level BPE, accelerators on) encodes word by word; a tokenizer
+        # that encodes per word after a local normalizer is cut at spaces (long_texts).
+        self._long_words = None
+        self._pieces = PieceEncoder(tok) if cuttable(tok) else None
+        if accelerators:
             from .accel import bpe_word_encoder
 
-            self._words = bpe_word_encoder(tok, text)
+            words = bpe_word_encoder(tok, text)
+            self._words = words if word_encoder else None
+            self._long_words = words
 
     def encode_batch(self, texts):
         texts = list(texts)
@@ -336,6 +346,25 @@ class HuggingFaceTokenizer(Tokenizer):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         if self._words is not None:
             return self._words.encode_batch(texts)
+        long = [i for i, t in enumerate(texts) if len(t) >= LONG_TEXT_CHARS] \
+            if self._long_words is not None or self._pieces is not None else []
+        if not long:
+            return self._encode_whole(texts)
+        ids: list = [None] * len(texts)
+        short = [i for i in range(len(texts)) if len(texts[i]) < LONG_TEXT_CHARS]
+        if short:
+            flat, lengths = self._encode_whole([texts[i] for i in short])
+            for i, part in zip(short, np.split(flat, np.cumsum(lengths)[:-1])):
+                ids[i] = part
+        for i in long:
+            if self._long_words is not None:
+                ids[i] = self._long_words.encode_batch([texts[i]])[0]
+            else:
+                ids[i] = self._pieces.ids(texts[i])
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        return np.concatenate([np.asarray(a, dtype=np.int64) for a in ids]), lengths
+
+    def _encode_whole(self, texts):
         if self._fast:
             encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
         else:
@@ -345,9 +374,15 @@ class HuggingFaceTokenizer(Tokenizer):
     def unk_substrings_at(self, texts, positions):
         # HF offsets are character offsets into the Python string.
         texts = list(texts)
+        positions = list(positions)
         out: list = []
-        for text, enc, wanted in zip(texts, self._tok.encode_batch(texts, add_special_tokens=False), positions):
-            offsets = enc.offsets
+        whole = [i for i, t in enumerate(texts) if self._pieces is None or len(t) < LONG_TEXT_CHARS]
+        encodings = dict(zip(whole, self._tok.encode_batch([texts[i] for i in whole], add_special_tokens=False)))
+        for i, (text, wanted) in enumerate(zip(texts, positions)):
+            if i not in encodings:
+                out.extend(self._pieces.substrings_at(text, wanted))
+                continue
+            offsets = encodings[i].offsets
             out.extend(text[offsets[k][0]:offsets[k][1]] for k in wanted)
         return out
 
@@ -439,5 +474,6 @@ def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, acceler
     if kind == SENTENCEPIECE:
         return SentencePieceTokenizer(path, data, num_threads=threads, accelerators=accelerators)
     if kind == HF_JSON:
-        return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder)
+        return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder,
+                                    accelerators=accelerators)
     raise TokenizerValidationError.unsupported_format(path)
