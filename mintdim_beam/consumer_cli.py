@@ -478,6 +478,7 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
     policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
     config = resolve(spec, policies, block_size)
+    preflight.check_schemes(config)
     storage_access.check([f.path for f in config.files] + [f.tokenizer.path for f in config.files], beam_args)
     config = patterns.expand(config, beam_args)      # as the build expands them
     preflight.check_inputs(config)                   # regular files: a FIFO would block for good

@@ -114,8 +114,27 @@ def resolve_runner(runner, options: PipelineOptions):
             from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
             return FnApiRunner(), "FnApiRunner"
-        return runner, runner
+        return _named_runner(runner), runner
     return runner, type(runner).__name__
+
+
+def _named_runner(name: str):
+    """The runner Beam knows by ``name``, made before anything is claimed or written: an
+    unknown name used to fail inside ``beam.Pipeline`` with a ValueError traceback."""
+    from apache_beam.runners.runner import create_runner
+
+    try:
+        return create_runner(name)
+    except ValueError:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"--runner {name} is not a runner Beam knows",
+            rules=["--runner: a Beam runner name (DataflowRunner, FlinkRunner, SparkRunner, PortableRunner, "
+                   "DaskRunner, ...), the module path of a PipelineRunner subclass, or leave it out for the "
+                   "local runner"],
+            problem_vi=f"--runner {name} không phải là runner mà Beam biết",
+            rules_vi=["--runner: tên một runner của Beam (DataflowRunner, FlinkRunner, SparkRunner, "
+                      "PortableRunner, DaskRunner, ...), đường dẫn module của một lớp con PipelineRunner, "
+                      "hoặc bỏ trống để dùng runner cục bộ"]) from None
 
 
 def flag_names(flags) -> set:
@@ -173,6 +192,19 @@ def _encode_threads_option(opts: PipelineOptions):
             rules_vi=["--encode_threads: một số nguyên dương, hoặc bỏ trống để dùng giá trị mặc định"]) from None
 
 
+def _check_local_workers(opts: PipelineOptions) -> None:
+    """A negative ``--direct_num_workers`` reaches Beam, which fails with an IndexError
+    once the pipeline runs (0 is Beam's "one per core")."""
+    workers = opts.view_as(DirectOptions).direct_num_workers
+    if workers is not None and workers < 0:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"--direct_num_workers must be 0 (one per core) or a positive integer, got {workers}",
+            rules=["--direct_num_workers: 0 (one per core) or a positive integer"],
+            problem_vi=f"--direct_num_workers phải là 0 (mỗi lõi một worker) hoặc một số nguyên dương, "
+                       f"nhận được {workers}",
+            rules_vi=["--direct_num_workers: 0 (mỗi lõi một worker) hoặc một số nguyên dương"])
+
+
 def _versions() -> dict:
     import numpy
     import sentencepiece
@@ -219,7 +251,9 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     flags = list(options) if isinstance(options, (list, tuple)) else None
     opts = make_options(options)
     threads = _encode_threads_option(opts)
+    _check_local_workers(opts)
     storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
+    preflight.check_schemes(config)
     storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
     config = patterns.expand(config)     # glob entries, through FileSystems
     pre = preflight.check(config, ask=ask, interactive=interactive, claim=False)
@@ -502,6 +536,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
         check_build_id(build_id)
     opts = make_options(options)
     storage.configure(opts)
+    preflight.check_schemes(config)
     storage_access.check(storage_access.build_paths(config), opts)
     config = patterns.expand(config)
     roots = tuple(out.path for out in config.outputs)

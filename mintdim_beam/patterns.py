@@ -13,7 +13,10 @@ fingerprint) sees the expanded list, as if the user had written it. A pattern th
 matches no file is the spec's missing-file error, like a missing path.
 
 Beam is imported only when an entry is a pattern, so a build of named files starts as
-fast as before.
+fast as before. A local entry that names an existing file is that file, even when its
+name holds ``[``, ``*`` or ``?`` (``part[1].jsonl``): read as a pattern it would match
+another file (``part1.jsonl``) or none. A local pattern without a folder (``*.jsonl``)
+matches in the current directory, as a relative path does.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ _GLOB = ("*", "?", "[")
 
 
 def is_pattern(path: str) -> bool:
-    return any(c in path for c in _GLOB)
+    """A glob to expand: glob characters, and not the name of an existing local file."""
+    if not any(c in path for c in _GLOB):
+        return False
+    return "://" in path or not os.path.isfile(path)
 
 
 def has_patterns(config: BuildConfig) -> bool:
@@ -39,9 +45,14 @@ def match(pattern: str) -> list[str]:
     """The files ``pattern`` matches, sorted by path (directories left out)."""
     from apache_beam.io.filesystems import FileSystems
 
-    found = FileSystems.match([pattern])[0].metadata_list
-    paths = sorted(m.path for m in found)
-    if "://" not in pattern:
+    local = "://" not in pattern
+    # Beam's local file system lists the folder before the first glob character, and a
+    # bare "*.jsonl" has none: it would match nothing. Matched as "./*.jsonl", its
+    # matches are given back as written, without the "./".
+    bare = local and not os.path.dirname(pattern)
+    found = FileSystems.match([os.path.join(os.curdir, pattern) if bare else pattern])[0].metadata_list
+    paths = sorted(m.path[len(os.curdir) + 1:] if bare else m.path for m in found)
+    if local:
         paths = [p for p in paths if not os.path.isdir(p)]
     return paths
 

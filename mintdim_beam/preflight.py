@@ -47,6 +47,30 @@ def _ask_continue(prompt: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def check_schemes(config: BuildConfig) -> None:
+    """Every ``scheme://`` path names a file system Beam has here (``gs://`` needs the
+    gcp extra, ``s3://`` the aws one); otherwise Beam's ValueError surfaced as a
+    traceback from the first look at the path."""
+    from apache_beam.io.filesystems import FileSystems
+
+    paths = [f.path for f in config.files] + [f.tokenizer.path for f in config.files]
+    paths += [out.path for out in config.outputs]
+    for path in dict.fromkeys(paths):
+        if "://" not in path:
+            continue
+        try:
+            FileSystems.get_filesystem(path)
+        except ValueError:
+            scheme = path.split("://", 1)[0]
+            raise errors.PipelineValidationError.invalid(
+                problem=f"no file system for {scheme}:// here, so {path} cannot be read or written",
+                rules=["gs:// needs pip install 'mintdim-beam[gcp]', s3:// needs 'mintdim-beam[aws]'",
+                       "a local file is named by its path, without file://"],
+                problem_vi=f"không có file system cho {scheme}:// ở đây, nên không thể đọc hay ghi {path}",
+                rules_vi=["gs:// cần pip install 'mintdim-beam[gcp]', s3:// cần 'mintdim-beam[aws]'",
+                          "file cục bộ được ghi bằng đường dẫn của nó, không có file://"]) from None
+
+
 def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
           interactive: Optional[bool] = None, claim: bool = True) -> Preflight:
     """Run every launch-time check; raise the spec's error for the first failure.

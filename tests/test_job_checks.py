@@ -114,6 +114,38 @@ def test_block_size_flag_that_is_not_a_number(tmp_path, capsys):
              "got '4k'")
 
 
+def test_a_negative_worker_count_is_refused(tmp_path, capsys):
+    """``--direct_num_workers=-2`` used to reach Beam and end in an IndexError traceback."""
+    english, vietnamese = _refused(capsys, ["build", _write_job(tmp_path), "--direct_num_workers=-2"],
+                                   "PipelineValidationError",
+                                   "--direct_num_workers must be 0 (one per core) or a positive integer, got -2")
+    assert "--direct_num_workers phải là 0" in vietnamese
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_runner_is_refused_before_any_work(tmp_path, capsys):
+    """``--runner NoSuchRunner`` used to end in Beam's ValueError traceback (exit 1), after
+    the output had been claimed and marked."""
+    english, vietnamese = _refused(capsys, ["build", _write_job(tmp_path), "--runner", "NoSuchRunner"],
+                                   "PipelineValidationError", "--runner NoSuchRunner is not a runner Beam knows")
+    assert "--runner NoSuchRunner không phải là runner mà Beam biết" in vietnamese
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["build", "plan"])
+@pytest.mark.parametrize("scheme", ["file", "hdfs2"])
+def test_a_path_of_a_scheme_without_a_file_system_is_refused(tmp_path, capsys, command, scheme):
+    """``file:///...`` or an unknown scheme used to end in Beam's ValueError traceback."""
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    path = f"{scheme}://{data}"
+    source = f'  files: ["{path}"]\n  fields: [["q", "a"]]\n  templates: ["{{q}}\\n{{a}}"]\n'
+    english, vietnamese = _refused(capsys, [command, _write_job(tmp_path, source=source)], "PipelineValidationError",
+                                   f"no file system for {scheme}:// here, so {path} cannot be read or written",
+                                   "without file://")
+    assert f"không có file system cho {scheme}://" in vietnamese
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("key", ["versioned", "skip_unchanged"])
 @pytest.mark.parametrize("value", ['"false"', '"no"', "0", '"true"'])
 def test_booleans_given_as_strings_or_numbers_are_refused(tmp_path, capsys, key, value):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, read_jsonl, run_pipeline,
-                      write_jsonl)
+from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, build_and_compare, read_jsonl,
+                      run_pipeline, write_jsonl)
 from mintdim_beam import errors
 
 sys.path.insert(0, str(TESTDATA))
@@ -126,7 +126,7 @@ def test_pattern_on_the_command_line(tmp_path, monkeypatch, capsys):
     _corpus(tmp_path)
     Path("job.yaml").write_text(
         'source:\n  files: ["data/c4-*.jsonl.gz"]\n  fields: [["instruction", "input", "output"]]\n'
-        '  templates: ["{instruction}\\n{input}\\n{output}"]\n'
+        '  templates: ["{instruction}\n{input}\n{output}"]\n'
         f'tokenizer:\n  sentencepiece: ["{SP}"]\n'
         'units:\n  sizes: [[64]]\n  build_batch: [4]\n'
         'output:\n  dir: ["out"]\n  samples_per_shard: [8]\n'
@@ -252,3 +252,32 @@ def test_many_small_files_keep_threads_bounded(tmp_path):
     groups = read_jsonl(many_dir / "duplicate_index.jsonl")
     assert groups and [[m["sample_id"] for m in g["samples"]] for g in groups] == [
         [m["sample_id"] for m in g["samples"]] for g in read_jsonl(one_dir / "duplicate_index.jsonl")]
+
+
+def test_a_file_named_with_glob_characters_is_that_file(tmp_path):
+    """``part[1].jsonl`` read as a pattern matched ``part1.jsonl`` beside it: exit 0 with
+    another file's samples (or, alone, a missing-file error for a file that is there)."""
+    named = write_jsonl(tmp_path / "part[1].jsonl", _rows(5, 6))
+    write_jsonl(tmp_path / "part1.jsonl", _rows(6, 9))
+    build_and_compare(tmp_path, **_job([named], ["{instruction}\n{input}\n{output}"], "named", [[32, 64]]))
+    # beside a pattern that matches the other file only
+    result = run_pipeline(**_job([named, str(tmp_path / "part?.jsonl")], ["{instruction}\n{input}\n{output}"],
+                                 str(tmp_path / "both"), [[32, 64]]))
+    rows = read_jsonl(Path(result.outputs[0].path) / "sample_index.jsonl")
+    files = [r["source_file"] for r in sorted(rows, key=lambda r: r["sample_id"])]
+    assert files == [named] * 6 + [str(tmp_path / "part1.jsonl")] * 9
+
+
+def test_a_pattern_without_a_folder_matches_in_the_current_directory(tmp_path, monkeypatch):
+    """``*.jsonl`` matched nothing (Beam lists the folder before the first glob character)."""
+    monkeypatch.chdir(tmp_path)
+    write_jsonl("b.jsonl", _rows(1, 5))
+    write_jsonl("a.jsonl", _rows(2, 7))
+    Path("a.jsonl.d").mkdir()
+    build_and_compare(tmp_path, **_job(["a.jsonl", "b.jsonl"], ["{instruction}{output}"], "by_hand", [[32, 64]],
+                                       fields=[["instruction", "output"]]))
+    run_pipeline(**_job(["*.jsonl"], ["{instruction}{output}"], str(tmp_path / "by_pattern"), [[32, 64]],
+                        fields=[["instruction", "output"]]))
+    assert_same_outputs(tmp_path / "by_hand", tmp_path / "by_pattern")
+    manifest = json.loads((tmp_path / "by_pattern" / "manifest.json").read_bytes())
+    assert manifest["source"]["files"] == ["a.jsonl", "b.jsonl"]
