@@ -115,3 +115,69 @@ def read_spill_header(data: bytes) -> dict:
     if len(data) < 8 + n:
         raise ValueError("spill header cut short")
     return json.loads(data[8:8 + n])
+
+
+def split_result(result: BlockResult, line_counts: list) -> list:
+    """The results of consecutive blocks encoded as one, their lines one after another
+    (``line_counts`` lines each, in order): each block's result as if it had been
+    encoded alone, its samples, lines and tokens counted from its own start.
+
+    A group of small files is encoded as one block (``encode_stage``): one tokenizer
+    call and one layout per slice of about a thousand samples, not one per file.
+    """
+    line_starts = np.cumsum([0] + list(line_counts))
+    s_at = np.searchsorted(result.local_line, line_starts).tolist()   # first sample of each block
+    written = (result.status == OK) | (result.status == OVF_TRUNCATE)
+    r_at = {}
+    for size, rows in result.records.items():
+        placed = np.r_[0, np.cumsum(written & (result.unit == size))]
+        if int(placed[-1]) != len(rows):
+            raise ValueError(f"unit {size}: {len(rows)} records for {int(placed[-1])} written samples")
+        r_at[size] = placed[s_at].tolist()
+    o_at = np.searchsorted(result.overflow_samples, s_at).tolist()
+    token_ends = np.r_[0, np.cumsum(result.overflow_lengths.sum(axis=1))] if len(result.overflow_samples) else None
+    unk = result.unk
+    u_at = np.searchsorted(unk.sample, s_at).tolist()
+    v_at = np.searchsorted(unk.rendered_sample, s_at).tolist()
+    by_block = {}   # "empty_fields" / "bad" -> one dict per block, keyed by its own samples
+    for name in ("empty_fields", "bad"):
+        found = getattr(result, name)
+        by_block[name] = [{} for _ in line_counts]
+        if found:
+            keys = list(found)
+            for k, s in zip((np.searchsorted(s_at, keys, side="right") - 1).tolist(), keys):
+                by_block[name][k][s - s_at[k]] = found[s]
+    error_block = None
+    if result.first_error is not None:
+        error_block = int(np.searchsorted(s_at, result.first_error[0], side="right")) - 1
+    out = []
+    for k, lines in enumerate(line_counts):
+        a, b = s_at[k], s_at[k + 1]
+        res = BlockResult(n_lines=int(lines))
+        res.local_line = result.local_line[a:b] - int(line_starts[k])
+        res.status = result.status[a:b]
+        res.token_count = result.token_count[a:b]
+        res.orig_count = result.orig_count[a:b]
+        res.unit = result.unit[a:b]
+        res.digests = result.digests[a:b]
+        res.empty_fields = by_block["empty_fields"][k]
+        res.bad = by_block["bad"][k]
+        ua, ub, va, vb = u_at[k], u_at[k + 1], v_at[k], v_at[k + 1]
+        if ub > ua or vb > va:
+            res.unk = UnkTable(unk.sample[ua:ub] - a, unk.position[ua:ub], unk.segment[ua:ub],
+                               unk.chars.take(np.arange(ua, ub)), unk.rendered_sample[va:vb] - a,
+                               unk.rendered_count[va:vb], unk.rendered_text[va:vb])
+        res.records = {size: result.records[size][at[k]:at[k + 1]] for size, at in r_at.items()
+                       if at[k + 1] > at[k]}
+        oa, ob = o_at[k], o_at[k + 1]
+        if ob > oa:
+            res.overflow_samples = result.overflow_samples[oa:ob] - a
+            res.overflow_lengths = result.overflow_lengths[oa:ob]
+            res.overflow_tokens = result.overflow_tokens[int(token_ends[oa]):int(token_ends[ob])]
+        else:
+            res.overflow_lengths = result.overflow_lengths[:0]
+        if error_block == k:
+            sample, line, err = result.first_error
+            res.first_error = (sample - a, line - int(line_starts[k]), err)
+        out.append(res)
+    return out

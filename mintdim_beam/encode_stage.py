@@ -26,7 +26,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from . import blocks, errors, layout, options, progress, storage
-from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult, spill_header
+from .block_result import BAD, OK, OVF_TRUNCATE, BlockResult, spill_header, split_result
 from .config import BuildConfig, OutputSpec
 from .plan import BlockRef, BlockSummary, EncodeGroup, OverflowSample
 from .records import BlockEncoder
@@ -117,10 +117,47 @@ class _EncodeBlockFn(_StorageDoFn):
     def process(self, group: EncodeGroup):
         buffer = SpillBuffer(self._config.block_size)
         self._group = buffer
+        files = self._config.files
+        together: list = []   # (ref, lines) of consecutive whole plain files with one encoder
         for ref in group.blocks:
-            yield from self._process_block(ref)
+            spec = files[ref.file]
+            if len(group.blocks) == 1 or storage.is_compressed(spec.path):
+                yield from self._encode_together(together)
+                together = []
+                yield from self._process_block(ref)
+                continue
+            lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+            found = blocks.looks_compressed(lines[0]) if lines else None
+            if found is not None:
+                err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
+                yield BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
+                continue
+            if together and encoder_key(files[together[0][0].file]) != encoder_key(spec):
+                yield from self._encode_together(together)
+                together = []
+            self._completes[(ref.file, ref.block)] = ref.end - ref.start
+            together.append((ref, lines))
+        yield from self._encode_together(together)
         buffer.fed = True
         yield from self._write(buffer)
+
+    def _encode_together(self, together: list):
+        """Encode whole files (``(ref, lines)``, one encoder's) as one block: a file's
+        fixed costs (a tokenizer call, a layout, their hand-over) are then a group's.
+        A BOM opens a file's first line only, so it is dropped here, before the files'
+        lines are put one after another (the encoder drops it the same way)."""
+        if len(together) == 1:
+            yield from self._encode(*together[0])
+            return
+        if not together:
+            return
+        joined, counts = [], []
+        for ref, lines in together:
+            if lines and lines[0][:3] == _BOM_BYTES:
+                lines = [lines[0][3:]] + lines[1:]
+            joined += lines
+            counts.append(len(lines))
+        yield from self._encode(_Joined(tuple(ref for ref, _ in together), tuple(counts)), joined)
 
     def _process_block(self, ref: BlockRef):
         spec = self._config.files[ref.file]
@@ -163,12 +200,14 @@ class _EncodeBlockFn(_StorageDoFn):
         # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
         # later block of the bundle is processed, or in finish_bundle.
         encoder = self._encoder(ref.file)
-        self._group.expect(ref)
+        for one in (ref.refs if isinstance(ref, _Joined) else (ref,)):
+            self._group.expect(one)
         self._spills.setdefault((ref.file, ref.block), deque()).append(self._group)
+        file_start = not isinstance(ref, _Joined) and ref.start == 0   # joined: BOMs already dropped
         if not self._pipelined:
-            yield from self._done(ref, encoder.encode_block(lines, file_start=ref.start == 0))
+            yield from self._done(ref, encoder.encode_block(lines, file_start=file_start))
             return
-        for done, result in encoder.feed(ref, lines, file_start=ref.start == 0):
+        for done, result in encoder.feed(ref, lines, file_start=file_start):
             yield from self._done(done, result)
 
     def finish_bundle(self):
@@ -184,7 +223,11 @@ class _EncodeBlockFn(_StorageDoFn):
     def _done(self, ref: BlockRef, result: BlockResult):
         """A block's result is in: hand it to its group's buffer, write what is ready."""
         buffer = self._spills[(ref.file, ref.block)].popleft()   # an encoder finishes blocks in feed order
-        buffer.add(ref, self._sections(ref, result))
+        if isinstance(ref, _Joined):
+            for one, part in zip(ref.refs, split_result(result, ref.line_counts)):
+                buffer.add(one, self._sections(one, part))
+        else:
+            buffer.add(ref, self._sections(ref, result))
         yield from self._write(buffer)
 
     def _write(self, buffer: "SpillBuffer"):
@@ -209,6 +252,26 @@ class _EncodeBlockFn(_StorageDoFn):
         # The figures go in the spill's header for the launcher's progress display
         # (progress.SpillWatcher, local runs): the spill appears whole or not at all.
         return _block_spill(ref, result, self._duplicate_tasks.get(out.index, 1), dtype, unit_tokens, figures)
+
+
+_BOM_BYTES = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """Whole files encoded as one block (``_EncodeBlockFn._encode_together``), named
+    by the first."""
+
+    refs: tuple                # BlockRef of each file, in order
+    line_counts: tuple         # lines of each
+
+    @property
+    def file(self) -> int:
+        return self.refs[0].file
+
+    @property
+    def block(self) -> int:
+        return self.refs[0].block
 
 
 @dataclass

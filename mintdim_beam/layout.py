@@ -47,6 +47,13 @@ def block_spill(out, file: int, block: int) -> str:
     return storage.join(spills_dir(out), f"f{file:05d}-b{block:06d}{SPILL_SUFFIX}")
 
 
+def block_spills(out):
+    """``block_spill`` of ``out`` as a function of ``(file, block)``, its directory
+    joined once: a plan of many small blocks names each spill many times."""
+    directory = spills_dir(out)
+    return lambda file, block: storage.join(directory, f"f{file:05d}-b{block:06d}{SPILL_SUFFIX}")
+
+
 def parts_dir(out, index_name: str) -> str:
     """The parts of one index file, concatenated (or merged) into it at publish."""
     return storage.join(staging_dir(out), "parts", index_name.rsplit(".", 1)[0])

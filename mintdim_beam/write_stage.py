@@ -10,6 +10,7 @@ staging files, sized by the plan.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 from typing import Optional
@@ -77,9 +78,12 @@ def _write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
     first = plans[0]
     out = config.outputs[first.output]
     metas = []
-    for bp in plans:
-        metas.append((pickle.loads(storage.read_range(layout.block_spill(out, *spill_key(bp)), *bp.meta)), bp,
-                      config.files[bp.file].path))
+    spills = _SpillReader(layout.block_spills(out))
+    with spills:
+        for bp in plans:
+            f = spills.open(*spill_key(bp))
+            f.seek(bp.meta[0])
+            metas.append((pickle.loads(f.read(bp.meta[1])), bp, config.files[bp.file].path))
     rows = indexes.run_index_rows(metas, max(out.sizes), out.samples_per_shard)
     with_unk, unk_tokens = rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"]
     sums = []
@@ -94,14 +98,42 @@ def _write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
     return PartResult(first.output, first.file, first.block, with_unk, unk_tokens, tuple(sums), written, covered)
 
 
+class _SpillReader:
+    """The spill files of consecutive blocks, each opened once while its blocks are
+    read (the blocks of an encode group share one)."""
+
+    def __init__(self, path_of, readahead: int = 0):
+        self._path_of = path_of
+        self._readahead = readahead   # storage.open_read's
+        self._stack = contextlib.ExitStack()
+        self._path = None
+        self._file = None
+
+    def open(self, file: int, block: int):
+        path = self._path_of(file, block)
+        if path != self._path:
+            self._stack.close()
+            self._file = self._stack.enter_context(storage.open_read(path, readahead=self._readahead))
+            self._path = path
+        return self._file
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._stack.close()
+
+
 def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
     """Group one digest range of an output; write its groups sorted by first sample id."""
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
-    for s in task.spills:
-        # The hashes section: the number of bounds, the bounds, then the rows (see encode_stage._spill).
-        # Read ahead: the count and this task's bounds come in one request on a store.
-        with storage.open_read(layout.block_spill(out, *spill_key(s)), readahead=1 << 16) as f:
+    # Read ahead: the count and this task's bounds come in one request on a store.
+    spills = _SpillReader(layout.block_spills(out), readahead=1 << 16)
+    with spills:
+        for s in task.spills:
+            # The hashes section: the number of bounds, the bounds, then the rows (see encode_stage._spill).
+            f = spills.open(*spill_key(s))
             f.seek(s.offset)
             n = int(np.frombuffer(f.read(8), "<i8")[0])
             f.seek(s.offset + 8 + task.task * 8)
@@ -216,9 +248,9 @@ class _WriteOutputsFn(_StorageDoFn):
         if task.pieces:
             spilled = slot_storage(tok.storage, max(out.sizes))
             record_bytes = record_slots(n, task.unit) * spilled.bytes_per_token
-            ranges = _joined([
-                (layout.block_spill(out, p.file, p.block), p.offset + p.start * record_bytes, p.count * record_bytes)
-                for p in task.pieces])
+            spill = layout.block_spills(out)
+            ranges = _joined([(spill(p.file, p.block), p.offset + p.start * record_bytes, p.count * record_bytes)
+                              for p in task.pieces])
             if spilled == slots:
                 size = storage.write_ranges(staged, ranges, sha=sha)   # a byte copy: every common build
             else:

@@ -189,3 +189,29 @@ def test_many_small_files_build_the_same_as_their_data_in_one_file(tmp_path):
     assert without_source("many") == without_source("one")
     for name in ("stats.json", "histogram.json"):
         assert many[name] == single[name]
+
+
+def test_an_error_in_a_file_encoded_with_others_names_that_file_and_its_line(tmp_path):
+    """Files of one group are encoded as one block: the first error is still reported
+    with its own file and line (and a BOM still opens only a file's first line)."""
+    import pytest
+
+    from mintdim_beam import errors
+
+    rows = textgen.instruction_records(random.Random(3), 12)
+    text = [json.dumps(r, ensure_ascii=False) for r in rows]
+    parts = [
+        "\n".join(text[:3]) + "\n",
+        "\ufeff" + "\n".join(text[3:6]) + "\n",
+        "\n".join(text[6:8]) + "\n\n" + '{"instruction": "x" "input"}\n' + text[8] + "\n",
+        '{"instruction": \n' + "\n".join(text[9:]) + "\n",
+    ]
+    files = []
+    for k, part in enumerate(parts):
+        (tmp_path / f"p{k}.jsonl").write_text(part, encoding="utf-8")
+        files.append(str(tmp_path / f"p{k}.jsonl"))
+    assert len(blocks.plan_groups(_config(files, 4096))) == 1
+    with pytest.raises(errors.SourceParseError) as info:
+        build_and_compare(tmp_path, **_job(files, "out", on_bad_record="abort"))
+    assert (info.value.file, info.value.line) == (files[2], 4)
+    assert "[english]" in str(info.value) and "[vietnam]" in str(info.value)
