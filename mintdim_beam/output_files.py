@@ -218,6 +218,18 @@ class Metadata:
         return f"unit_{unit}/shard_{shard:06d}.bin"
 
 
+def _section(manifest: dict, key: str, problems: list) -> dict:
+    """``manifest[key]``, an object (``{}`` when absent); anything else is a problem,
+    which used to surface as an AttributeError or TypeError deep in a check."""
+    value = manifest.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append(f"{MANIFEST} {key} must be a JSON object, got {value!r}")
+        return {}
+    return value
+
+
 def read_metadata(path: str) -> Metadata:
     """Load and cross-check ``manifest.json`` and ``length_field.json``.
 
@@ -245,14 +257,18 @@ def read_metadata(path: str) -> Metadata:
         problems.append(f"{LENGTH_FIELD} sequence_template must be a non-empty list of names")
     elif manifest.get("sequence_template") != template:
         problems.append(f"{MANIFEST} sequence_template differs from {LENGTH_FIELD}")
-    storage = manifest.get("token_storage") or {}
+    storage = _section(manifest, "token_storage", problems)
     if storage.get("dtype") != dtype_name or storage.get("magic") != magic:
         problems.append(f"{MANIFEST} token_storage {storage} differs from {LENGTH_FIELD} ({dtype_name}, {magic})")
-    tokenizer = manifest.get("tokenizer") or {}
+    tokenizer = _section(manifest, "tokenizer", problems)
+    for key, least in (("vocab_size", 1), ("unk_id", 0)):
+        value = tokenizer.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
+            problems.append(f"{MANIFEST} tokenizer.{key} must be an integer of at least {least}, got {value!r}")
     pad_id = lf.get("pad_token_id")
     if not isinstance(pad_id, int) or tokenizer.get("pad_id", pad_id) != pad_id:
         problems.append(f"pad id: {LENGTH_FIELD} says {pad_id!r}, {MANIFEST} says {tokenizer.get('pad_id')!r}")
-    sizes = (manifest.get("units") or {}).get("sizes")
+    sizes = _section(manifest, "units", problems).get("sizes")
     if not isinstance(sizes, list) or not sizes or not all(isinstance(s, int) and s > 0 for s in sizes) \
             or sizes != sorted(set(sizes)):
         problems.append(f"{MANIFEST} units.sizes must be ascending positive integers, got {sizes!r}")
@@ -261,7 +277,7 @@ def read_metadata(path: str) -> Metadata:
         # wrapped lengths (DESIGN.md §5 widens the slots instead).
         problems.append(f"unit size {max(sizes)} does not fit {dtype_name} header slots (at most "
                         f"{np.iinfo(dtype).max}): its lengths would have wrapped; rebuild the dataset")
-    sps = (manifest.get("output") or {}).get("samples_per_shard")
+    sps = _section(manifest, "output", problems).get("samples_per_shard")
     if not isinstance(sps, int) or sps <= 0:
         problems.append(f"{MANIFEST} output.samples_per_shard must be a positive integer, got {sps!r}")
     if problems:

@@ -426,3 +426,32 @@ def test_tokenizer_flag_before_or_after_the_directories(built, tmp_path, capsys)
     assert capsys.readouterr().err.endswith("error: the following arguments are required: DIR\n")
     assert main(["verify", "--tokenizer", str(tmp_path / "typo")]) == 64
     assert "no DIR to verify: --tokenizer took" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, shown", [
+    (lambda m: m["tokenizer"].update(vocab_size="x"), "manifest.json tokenizer.vocab_size must be an integer of at least 1, got 'x'"),
+    (lambda m: m["tokenizer"].update(vocab_size=0), "manifest.json tokenizer.vocab_size must be an integer of at least 1, got 0"),
+    (lambda m: m["tokenizer"].update(unk_id="1"), "manifest.json tokenizer.unk_id must be an integer of at least 0, got '1'"),
+    (lambda m: m.update(tokenizer="sp.model"), "manifest.json tokenizer must be a JSON object, got 'sp.model'"),
+    (lambda m: m.update(token_storage=["uint16"]), "manifest.json token_storage must be a JSON object, got ['uint16']"),
+    (lambda m: m.update(units=[16, 48]), "manifest.json units must be a JSON object, got [16, 48]"),
+    (lambda m: m.update(output="out"), "manifest.json output must be a JSON object, got 'out'"),
+], ids=["vocab_size-text", "vocab_size-0", "unk_id-text", "tokenizer-text", "token_storage-list", "units-list",
+        "output-text"])
+def test_a_manifest_of_the_wrong_shape_is_a_problem_not_a_crash(copy, capsys, edit, shown):
+    """A vocab_size that is not a number, or a section that is not an object, used to end
+    verify, inspect and the reader in a TypeError or AttributeError traceback."""
+    from mintdim_beam.reader import ReaderError, open_output
+
+    d = copy()
+    manifest = json.loads((d / "manifest.json").read_text())
+    edit(manifest)
+    (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    found = messages(verify_output(str(d)))
+    assert len(found) == 1 and shown in found[0], found
+    assert consumer_main(["verify", str(d)]) == 1
+    assert shown in capsys.readouterr().out
+    with pytest.raises(ReaderError, match=shown.replace("[", r"\[").replace("]", r"\]")):
+        open_output(str(d))
+    assert consumer_main(["inspect", str(d), "--sample-id", "0"]) == 2
+    assert shown in capsys.readouterr().err
