@@ -2,7 +2,7 @@
 
     python benchmarks/huge_line.py [--mb 200] [--text english|generated] [--model PATH]
                                    [--on-overflow truncate|extend|skip] [--options=--flag ...]
-                                   [--no-accelerators]
+                                   [--no-accelerators] [--skip-alone]
 
 One line is written: ``{"id": ..., "title": ..., "text": <about MB megabytes>}``, a long
 document. ``english`` text (the default where ``../shared/realdata`` is present) is the
@@ -22,11 +22,12 @@ for the peak RSS of its whole process tree (launcher and workers, sampled every 
 * the build of the huge line;
 * the tokenizer alone: the line parsed and its text encoded by one call of the library,
   in a process that does nothing else (SentencePiece ``encode``; for Hugging Face
-  ``encode_batch_fast`` without special tokens, padding or truncation, which is what the
-  build calls unless the byte-level BPE word encoder takes the text).
+  ``encode_batch_fast`` of the whole text without special tokens, padding or
+  truncation: what the library needs, which the build avoids for a text it can cut
+  exactly, see ``mintdim_beam/long_texts.py``). ``--skip-alone`` leaves it out.
 
-and printed as ratios to the line's size. The tokenizer's own need bounds the build's:
-see docs/decisions.md, "One huge line". Requires ``psutil``.
+and printed as ratios to the line's size. For SentencePiece the tokenizer's own need
+bounds the build's: see docs/decisions.md, "One huge line". Requires ``psutil``.
 """
 
 from __future__ import annotations
@@ -194,6 +195,9 @@ def main(argv=None) -> None:
     ap.add_argument("--options", action="append", default=[], help="a Beam flag (repeatable)")
     ap.add_argument("--no-accelerators", dest="accelerators", action="store_false",
                     help="build with the tokenizer libraries alone (run option accelerators: false)")
+    ap.add_argument("--skip-alone", action="store_true",
+                    help="do not measure the tokenizer alone (a Hugging Face tokenizer needs 100-180x the line "
+                         "for it: too much for a large line on a shared machine)")
     ap.add_argument("--work", default=None, help="work directory (a temporary one by default)")
     args = ap.parse_args(argv)
     work = args.work or tempfile.mkdtemp(prefix="mintdim-huge-")
@@ -204,15 +208,17 @@ def main(argv=None) -> None:
               f"accelerators {args.accelerators}, options {args.options or 'default'}", flush=True)
         small = measure(work, "small", 0.001, args, BUILD)
         huge = measure(work, "huge", args.mb, args, BUILD)
-        alone = measure(work, "alone", args.mb, args, TOKENIZER_ALONE)
+        alone = None if args.skip_alone else measure(work, "alone", args.mb, args, TOKENIZER_ALONE)
         mib, size = 2 ** 20, huge["line_bytes"]
-        for label, m in (("build, small line", small), ("build, huge line", huge), ("tokenizer alone", alone)):
+        rows = (("build, small line", small), ("build, huge line", huge), ("tokenizer alone", alone))
+        for label, m in (row for row in rows if row[1] is not None):
             print(f"{label:<18} {m['line_bytes'] / mib:8.1f} MiB line {m['tokens']:>12,} tokens "
                   f"{m['wall']:7.1f} s  peak tree RSS {m['peak_rss'] / mib:7.0f} MiB "
                   f"= {m['peak_rss'] / m['line_bytes']:6.2f}x line  [{m['config']}]", flush=True)
+        above_alone = "" if alone is None else \
+            f"; above the tokenizer alone {(huge['peak_rss'] - alone['peak_rss']) / size:.2f}x"
         print(f"build: {huge['peak_rss'] / size:.2f}x the line; above the small line's build "
-              f"{(huge['peak_rss'] - small['peak_rss']) / size:.2f}x; above the tokenizer alone "
-              f"{(huge['peak_rss'] - alone['peak_rss']) / size:.2f}x "
+              f"{(huge['peak_rss'] - small['peak_rss']) / size:.2f}x{above_alone} "
               f"({size / max(huge['tokens'], 1):.2f} bytes a token)")
     finally:
         if args.work is None:

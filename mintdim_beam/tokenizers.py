@@ -344,25 +344,28 @@ class HuggingFaceTokenizer(Tokenizer):
         texts = list(texts)
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        if self._words is not None:
-            return self._words.encode_batch(texts)
         long = [i for i, t in enumerate(texts) if len(t) >= LONG_TEXT_CHARS] \
             if self._long_words is not None or self._pieces is not None else []
         if not long:
-            return self._encode_whole(texts)
+            return self._encode_short(texts)
         ids: list = [None] * len(texts)
         short = [i for i in range(len(texts)) if len(texts[i]) < LONG_TEXT_CHARS]
         if short:
-            flat, lengths = self._encode_whole([texts[i] for i in short])
+            flat, lengths = self._encode_short([texts[i] for i in short])
             for i, part in zip(short, np.split(flat, np.cumsum(lengths)[:-1])):
                 ids[i] = part
         for i in long:
-            if self._long_words is not None:
-                ids[i] = self._long_words.encode_batch([texts[i]])[0]
-            else:
-                ids[i] = self._pieces.ids(texts[i])
+            found = self._long_words.encode_long(texts[i]) if self._long_words is not None else None
+            if found is None and self._pieces is not None:
+                found = self._pieces.ids(texts[i])
+            ids[i] = found if found is not None else self._encode_whole([texts[i]])[0]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        return np.concatenate([np.asarray(a, dtype=np.int64) for a in ids]), lengths
+        return np.concatenate(ids), lengths   # one copy, in the widest dtype of the parts
+
+    def _encode_short(self, texts):
+        if self._words is not None:
+            return self._words.encode_batch(texts)
+        return self._encode_whole(texts)
 
     def _encode_whole(self, texts):
         if self._fast:

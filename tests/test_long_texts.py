@@ -154,3 +154,35 @@ def test_the_adapter_encodes_long_texts_as_the_library_does_whole(name):
         assert adapter.unk_substrings_at(texts, positions) == [
             t[offsets[k][0]:offsets[k][1]] for t, (_, offsets), ks in zip(texts, expected, positions) for k in ks]
     assert np.asarray(flat).dtype.kind == "i"
+
+
+@pytest.mark.parametrize("path", [pytest.param(str(TESTDATA / "hf_bytelevel_bpe.json"), id="hf_bytelevel_bpe"),
+                                  pytest.param(str(REALDATA / "tokenizers" / "olmo_gpt-neox-20b-pii-special.tokenizer.json"),
+                                               id="olmo", marks=pytest.mark.skipif(
+                                                   not (REALDATA / "tokenizers").exists(),
+                                                   reason="real tokenizers absent"))])
+def test_byte_level_words_in_windows_give_the_whole_texts_ids(path):
+    """``ByteLevelWords.encode_long`` cuts a long text into windows at chunk starts
+    (whitespace after non-whitespace), so the list of its chunks never exists whole."""
+    from mintdim_beam.accel import bpe_word_encoder
+
+    tok = library(path)
+    words = bpe_word_encoder(tok, Path(path).read_text(encoding="utf-8"))
+    texts = ["a  b\t\tc \n\n d   \u3000e\u00a0 f  ", " lead", "trail ", "x" * 50 + "  " + "y" * 50,
+             "Tôi đi học.  The cat\tsat\n\non the mat,   naïve café 🙂 {x}  " * 40]
+    if (REALDATA / "data").exists():
+        texts.append(realdata_text(300_000))
+    contents = [t.content for t in tok.get_added_tokens_decoder().values()]
+    windowed = 0
+    for text in texts:
+        whole = tok.encode(text, add_special_tokens=False).ids
+        for window in (1, 3, 1000):
+            got = words.encode_long(text, window=window)
+            if got is None:     # GPT-NeoX has added tokens of spaces: such a text is the tokenizer's
+                assert any(c in text for c in contents)
+                continue
+            windowed += 1
+            assert got.tolist() == whole, (path, window, text[:40])
+    assert windowed >= 6
+    added = tok.get_added_tokens_decoder()[0].content
+    assert words.encode_long("text with " + added + " inside") is None    # the tokenizer's, whole

@@ -81,6 +81,12 @@ WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
 #: A chunk: whitespace, then the non-whitespace after it; or whitespace at the end.
 CHUNK = re.compile(f"[{WHITE_SPACE}]*[^{WHITE_SPACE}]+|[{WHITE_SPACE}]+")
 
+#: Where a chunk begins after another: whitespace just after non-whitespace.
+CHUNK_START = re.compile(f"(?<=[^{WHITE_SPACE}])[{WHITE_SPACE}]")
+
+#: A long text is cut into windows of about this many characters (``encode_long``).
+LONG_WINDOW = 1 << 18
+
 
 def _byte_chars() -> dict:
     """GPT-2's byte -> printable character map, as HF ``ByteLevel`` defines it."""
@@ -421,6 +427,24 @@ class ByteLevelWords:
         if direct_at:
             flat, lengths = self._merge_direct(texts, direct_at, flat, lengths)
         return flat, lengths
+
+    def encode_long(self, text: str, window: int = LONG_WINDOW) -> Optional[np.ndarray]:
+        """The ids of one long text as ``encode_batch`` gives them, or None when the
+        tokenizer must encode it whole.
+
+        The text is cut into windows at chunk starts, so its list of chunks (about 60
+        bytes a word) never exists whole: the chunks of the text are the windows'
+        chunks in order, each looked up in the same memo, so the ids are the same."""
+        if self._direct(text):
+            return None
+        parts, start, n = [], 0, len(text)
+        while start < n:
+            found = CHUNK_START.search(text, start + window) if start + window < n else None
+            stop = found.start() if found is not None else n
+            parts.append(np.frombuffer(b"".join(map(self._chunks.__getitem__, self._cut(text[start:stop]))),
+                                       dtype=_IDS_DTYPE))
+            start = stop
+        return np.concatenate(parts) if parts else np.zeros(0, _IDS_DTYPE)
 
     def _merge_direct(self, texts, direct_at, flat, lengths):
         tok = self._tokenizer
