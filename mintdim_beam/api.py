@@ -170,6 +170,15 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
     source, tok = data.get("source", {}), data.get("tokenizer", {})
     units, output = data.get("units", {}), data.get("output", {})
     kind, tok_files = tok.get("type"), tok.get("files")
+    given = [key for key in ("type", "files", SENTENCEPIECE, HF_JSON) if key in tok]
+    if len(set(given) & {SENTENCEPIECE, HF_JSON}) + bool(set(given) & {"type", "files"}) > 1:
+        # One of them used to win silently: a job with "type: hf_json" and a
+        # "sentencepiece:" key was built with the SentencePiece model.
+        raise job_file_error(
+            f"job file {path}: the tokenizer section gives {', '.join(given)}; give either type and files, "
+            f"or one of {SENTENCEPIECE}: [...] and {HF_JSON}: [...]",
+            f"job file {path}: section tokenizer có {', '.join(given)}; chỉ dùng type và files, "
+            f"hoặc một trong {SENTENCEPIECE}: [...] và {HF_JSON}: [...]")
     for name in (SENTENCEPIECE, HF_JSON):
         if name in tok:
             kind, tok_files = name, tok[name]

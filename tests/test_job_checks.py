@@ -146,6 +146,23 @@ def test_a_path_of_a_scheme_without_a_file_system_is_refused(tmp_path, capsys, c
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("tokenizer, given", [
+    (f'  type: hf_json\n  files: ["{TESTDATA / "hf_bytelevel_bpe.json"}"]\n  sentencepiece: ["{TOKENIZER}"]\n',
+     "type, files, sentencepiece"),
+    (f'  sentencepiece: ["{TOKENIZER}"]\n  hf_json: ["{TESTDATA / "hf_bytelevel_bpe.json"}"]\n',
+     "sentencepiece, hf_json"),
+])
+def test_a_tokenizer_given_two_ways_is_refused(tmp_path, capsys, tokenizer, given):
+    """``type: hf_json`` beside a ``sentencepiece:`` key used to build with the
+    SentencePiece model, silently."""
+    english, vietnamese = _refused(capsys, ["build", _write_job(tmp_path, tokenizer=tokenizer)],
+                                   "PipelineValidationError", f"the tokenizer section gives {given}; give either "
+                                   "type and files, or one of sentencepiece: [...] and hf_json: [...]")
+    assert f"section tokenizer có {given}" in vietnamese
+    assert not (tmp_path / "out").exists()
+    assert main(["build", _write_job(tmp_path, tokenizer=f'  type: sentencepiece\n  files: ["{TOKENIZER}"]\n')]) == 0
+
+
 @pytest.mark.parametrize("key", ["versioned", "skip_unchanged"])
 @pytest.mark.parametrize("value", ['"false"', '"no"', "0", '"true"'])
 def test_booleans_given_as_strings_or_numbers_are_refused(tmp_path, capsys, key, value):
