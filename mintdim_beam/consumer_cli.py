@@ -45,6 +45,8 @@ def add_subcommands(subparsers) -> dict:
     parsers = {}
     p = parsers["verify"] = subparsers.add_parser(
         "verify", help="re-read every shard and check it against the indexes", epilog=FS_OPTIONS_HELP,
+        usage="%(prog)s DIR [DIR ...] [--tokenizer [PATH]] [--sample N] [--no-checksums] [--max-problems N]\n"
+              "       [--log-level LEVEL]",
         description="Check shards (magic, headers, pad tails, token ids, record counts), sample_index.jsonl "
                     "positions, the stats and histogram figures, and every file against SHA256SUMS.")
     # DIR is checked after parsing (_verify_targets): argparse would hand the first DIR
