@@ -118,19 +118,17 @@ class _EncodeBlockFn(_StorageDoFn):
         buffer = SpillBuffer(self._config.block_size)
         self._group = buffer
         files = self._config.files
-        together: list = []   # (ref, lines) of consecutive whole plain files with one encoder
+        together: list = []   # (ref, lines) of consecutive whole files with one encoder
         for ref in group.blocks:
             spec = files[ref.file]
-            if len(group.blocks) == 1 or storage.is_compressed(spec.path):
+            lines, refused = self._whole_file(ref) if len(group.blocks) > 1 else (None, None)
+            if refused is not None:
+                yield refused
+                continue
+            if lines is None:
                 yield from self._encode_together(together)
                 together = []
                 yield from self._process_block(ref)
-                continue
-            lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-            found = blocks.looks_compressed(lines[0]) if lines else None
-            if found is not None:
-                err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
-                yield BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
                 continue
             if together and encoder_key(files[together[0][0].file]) != encoder_key(spec):
                 yield from self._encode_together(together)
@@ -140,6 +138,28 @@ class _EncodeBlockFn(_StorageDoFn):
         yield from self._encode_together(together)
         buffer.fed = True
         yield from self._write(buffer)
+
+    def _whole_file(self, ref: BlockRef) -> tuple:
+        """``(lines, None)`` of a whole file to encode with others; ``(None, summary)``
+        of a plain file that looks compressed; ``(None, None)`` for a compressed file
+        that decompresses to more than a block, or is damaged: it is read alone, as it
+        streams, and its damage is reported there."""
+        path = self._config.files[ref.file].path
+        if not storage.is_compressed(path):
+            lines, _ = blocks.read_block_lines(path, ref.start, ref.end, decode=False)
+            found = blocks.looks_compressed(lines[0]) if lines else None
+            if found is None:
+                return lines, None
+            err = errors.SourceParseError.looks_compressed(path, 1, *found)
+            return None, BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
+        stream = blocks.read_stream_blocks(path, self._config.block_size, decode=False)
+        try:
+            first, second = next(stream, None), next(stream, None)
+        except storage.CompressedDataError:
+            return None, None
+        finally:
+            stream.close()
+        return (first[2] if first is not None and second is None else None), None
 
     def _encode_together(self, together: list):
         """Encode whole files (``(ref, lines)``, one encoder's) as one block: a file's

@@ -215,3 +215,37 @@ def test_an_error_in_a_file_encoded_with_others_names_that_file_and_its_line(tmp
         build_and_compare(tmp_path, **_job(files, "out", on_bad_record="abort"))
     assert (info.value.file, info.value.line) == (files[2], 4)
     assert "[english]" in str(info.value) and "[vietnam]" in str(info.value)
+
+
+def test_a_damaged_compressed_file_among_small_files_is_its_own_error(tmp_path):
+    """A small .gz is encoded with its neighbours when it decompresses whole; a
+    truncated one is read alone, and its error names it and its first unread line."""
+    import zlib
+
+    import pytest
+
+    from conftest import assert_nothing_published
+    from mintdim_beam import errors
+
+    rows = textgen.instruction_records(random.Random(5), 30)
+    text = [json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n" for r in rows]
+    files = []
+    for k, (a, b) in enumerate(((0, 5), (5, 12), (12, 20), (20, 30))):
+        data = b"".join(text[a:b])
+        path = tmp_path / (f"p{k}.jsonl.gz" if k in (1, 2) else f"p{k}.jsonl")
+        if k == 2:
+            whole = gzip.compress(data, mtime=0)
+            data = whole[:len(whole) * 2 // 3]
+            readable = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
+        elif k == 1:
+            data = gzip.compress(data, mtime=0)
+        path.write_bytes(data)
+        files.append(str(path))
+    assert len(blocks.plan_groups(_config(files, 16384))) == 1
+    with pytest.raises(errors.SourceParseError) as info:
+        run_pipeline(**_job(files, str(tmp_path / "out"), block_size=16384))
+    err = info.value
+    assert (err.file, err.kind, err.compression, err.truncated) == (files[2], "bad_compressed", "gzip", True)
+    assert err.line == readable.count(b"\n") + 1
+    assert_nothing_published(tmp_path / "out")
+    build_and_compare(tmp_path, **_job(files[:2] + files[3:], "good", block_size=16384))
