@@ -12,6 +12,8 @@ index file (one file, or its parts when built with ``index_layout: parts``), and
 
 from __future__ import annotations
 
+import errno
+import itertools
 import json
 import os
 import posixpath
@@ -136,16 +138,88 @@ def index_paths(path: str, name: str, manifest: Optional[dict] = None) -> list:
     return [join(path, name)]
 
 
+def index_sizes(path: str, name: str, manifest: Optional[dict] = None) -> dict:
+    """``{file: size, or None when it is absent}`` of index ``name``'s files
+    (:func:`index_paths`, in order). On an object store the parts come from one
+    listing of their folder, not one request a part."""
+    paths = index_paths(path, name, manifest)
+    if len(paths) == 1 or all(is_local(p) for p in paths):
+        found = {}
+        for p in paths:
+            if is_local(p):
+                found[p] = os.path.getsize(p) if os.path.isfile(p) else None
+            else:
+                found[p] = file_size(p) if exists(p) else None
+        return found
+    from . import storage
+
+    listed = storage.files_and_sizes(posixpath.dirname(paths[0]))
+    return {p: listed.get(p) for p in paths}
+
+
+#: Parts of an index fetched ahead of the one being read, on an object store: each is
+#: one request whose latency, not its bytes, is the cost.
+PREFETCH = 8
+
+
+def read_files(paths: list) -> Iterator[tuple[str, Optional[bytes]]]:
+    """``(path, bytes, or None when it is absent)`` of each file, in order. Remote files
+    are fetched ``PREFETCH`` ahead on threads, one request each on ``s3://``
+    (``storage.read_bytes``); local ones are read as they come."""
+    paths = list(paths)
+    if len(paths) <= 1 or all(is_local(p) for p in paths):
+        for p in paths:
+            try:
+                yield p, read_bytes(p)
+            except FileNotFoundError:
+                yield p, None
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import storage
+
+    def fetch(p):
+        try:
+            return storage.read_bytes(p)
+        except FileNotFoundError:
+            return None
+
+    ahead = iter(paths)
+    with ThreadPoolExecutor(max_workers=min(PREFETCH, len(paths)), thread_name_prefix="read-files") as pool:
+        pending = deque((p, pool.submit(fetch, p)) for p in itertools.islice(ahead, PREFETCH))
+        while pending:
+            p, fetched = pending.popleft()
+            following = next(ahead, None)
+            if following is not None:
+                pending.append((following, pool.submit(fetch, following)))
+            yield p, fetched.result()
+
+
+def _index_parts(path: str, name: str, manifest: Optional[dict]) -> Iterator[bytes]:
+    """The bytes of each of an index's files in order (FileNotFoundError names a
+    missing one)."""
+    for part, data in read_files(index_paths(path, name, manifest)):
+        if data is None:
+            raise FileNotFoundError(errno.ENOENT, "Not found", part)
+        yield data
+
+
 def read_index(path: str, name: str, manifest: Optional[dict] = None) -> bytes:
     """The bytes of an index file, its parts concatenated (FileNotFoundError names a
     missing file or part)."""
-    return b"".join(read_bytes(p) for p in index_paths(path, name, manifest))
+    return b"".join(_index_parts(path, name, manifest))
 
 
 def index_pieces(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[bytes]:
     """The bytes of an index file (its parts in order) a few MB at a time, so that a
-    parser never holds the whole text (FileNotFoundError names a missing file or part)."""
-    for part in index_paths(path, name, manifest):
+    parser never holds the whole text (FileNotFoundError names a missing file or part).
+    Remote parts are fetched ahead, whole (each is one block's rows)."""
+    paths = index_paths(path, name, manifest)
+    if len(paths) > 1 and not all(is_local(p) for p in paths):
+        yield from _index_parts(path, name, manifest)
+        return
+    for part in paths:
         yield from file_pieces(part)
 
 
@@ -171,10 +245,8 @@ def iter_index(path: str, name: str, manifest: Optional[dict] = None) -> Iterato
     across parts, lines are numbered as in their concatenation. An absent index (or
     part) has no rows: ``verify`` reports it as missing on its own."""
     first = 1
-    for part in index_paths(path, name, manifest):
-        try:
-            data = read_bytes(part)
-        except FileNotFoundError:
+    for _, data in read_files(index_paths(path, name, manifest)):
+        if data is None:
             continue
         yield from _jsonl_rows(data, first)
         first += data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)

@@ -26,6 +26,7 @@ file and ``open_output(..., checksums=True)`` for every shard it reads.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import operator
 import os
@@ -38,8 +39,8 @@ import numpy as np
 # Storage, index paths and metadata live in `output_files`; their names stay importable
 # from here, where callers have always found them.
 from .output_files import (LENGTH_FIELD, Metadata, exists, file_pieces, file_size,  # noqa: F401
-                           index_paths, index_pieces, is_local, iter_index, iter_jsonl, join,
-                           list_dir, read_bytes, read_index, read_json, read_metadata)
+                           index_paths, index_sizes, index_pieces, is_local, iter_index, iter_jsonl, join,
+                           list_dir, read_bytes, read_files, read_index, read_json, read_metadata)
 from .record_checks import (CHECKSUMS, MANIFEST, SAMPLE_INDEX, ReaderError, RecordBatch,  # noqa: F401
                             checksum_problem, parse_checksums, record_problem)
 from .sample_index import (SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex,  # noqa: F401
@@ -204,12 +205,19 @@ class OutputReader:
         """Opened with checksums: the index says which record is which sample and where
         it came from, so its files are compared too (a few MB at a time; names as
         SHA256SUMS writes them: relative, with "/")."""
-        for full, rel in zip(index_paths(self.path, SAMPLE_INDEX, self.manifest),
-                             index_paths("", SAMPLE_INDEX, self.manifest)):
+        fulls = index_paths(self.path, SAMPLE_INDEX, self.manifest)
+        fetched = read_files(fulls) if len(fulls) > 1 and not is_local(self.path) else None
+        for full, rel in zip(fulls, index_paths("", SAMPLE_INDEX, self.manifest)):
             rel = rel.replace(os.sep, "/")
             digest = hashlib.sha256()
-            for piece in file_pieces(full):
-                digest.update(piece)
+            if fetched is not None:   # remote parts: fetched ahead, one request each
+                data = next(fetched)[1]
+                if data is None:
+                    raise FileNotFoundError(errno.ENOENT, "Not found", full)
+                digest.update(data)
+            else:
+                for piece in file_pieces(full):
+                    digest.update(piece)
             if self._sums.get(rel) != digest.hexdigest():
                 problem = checksum_problem(rel, read_bytes(full), self._sums)   # words it
                 if problem is not None:

@@ -438,6 +438,26 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
+def files_and_sizes(directory: str) -> dict:
+    """``{path: size}`` of every file under ``directory``, from one listing (1,000
+    objects a request on an object store); {} when it is absent."""
+    if is_local(directory):
+        found = {}
+        for folder, _, names in os.walk(directory):
+            for name in names:
+                path = os.path.join(folder, name)
+                found[path] = os.path.getsize(path)
+        return found
+    prefix = directory.rstrip("/") + "/"
+    if _is_s3(directory):
+        return dict(_s3().list_files(prefix))
+    try:
+        result = FileSystems.match([prefix + "**"])[0]
+    except Exception:
+        return {}
+    return {m.path: m.size_in_bytes for m in result.metadata_list}
+
+
 def read_range(path: str, start: int, length: int) -> bytes:
     with open_read(path) as f:
         f.seek(start)

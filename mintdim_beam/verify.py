@@ -135,8 +135,8 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
             files[name] = rd.read_json(rd.join(path, name))
         except rd.ReaderError as exc:
             chk.problem(name, str(exc).replace(rd.join(path, name) + ": ", ""))
-    for name in index_file_names(meta):
-        if not rd.exists(rd.join(path, *name.split("/"))):
+    for name, size in _index_file_sizes(meta).items():
+        if size is None:
             chk.problem(name, "index file is missing")
 
     sums = _read_checksums(chk, meta) if checksums else None
@@ -338,9 +338,20 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
     for name in sorted(set(sums) - set(data_files)):
         why = "does not exist" if _SHARD_PATH.fullmatch(name) else "is not a data file of a mintdim dataset"
         chk.problem(CHECKSUMS, f"lists {name}, which {why}")
+    fetched: dict = {}
+    if not rd.is_local(meta.path):
+        # On an object store the index parts and summaries are fetched ahead, one
+        # request each, rather than asked for one after another.
+        names = [name for name, got in data_files.items() if got is None]
+        fetched = {name: None if data is None else hashlib.sha256(data).hexdigest() for name, (_, data)
+                   in zip(names, rd.read_files([rd.join(meta.path, *n.split("/")) for n in names]))}
     for name, got in data_files.items():
         path = rd.join(meta.path, *name.split("/"))
-        if got is None:
+        if got is None and name in fetched:
+            got = fetched[name]
+            if got is None:
+                continue           # reported as missing already
+        elif got is None:
             if not rd.exists(path):
                 continue           # reported as missing already
             got = _file_sha256(path)
@@ -358,6 +369,14 @@ def index_file_names(meta: rd.Metadata) -> list:
     ``index_layout: parts`` each per-block index's parts (``sample_index/part-00000.jsonl``, ...)."""
     base = len(rd.join(meta.path, ""))
     return [p[base:].replace(os.sep, "/") for name in INDEX_FILES for p in rd.index_paths(meta.path, name, meta.manifest)]
+
+
+def _index_file_sizes(meta: rd.Metadata) -> dict:
+    """``{index file relative to the dataset: size, or None when absent}``, as
+    :func:`index_file_names` orders them (one listing per parts folder remotely)."""
+    base = len(rd.join(meta.path, ""))
+    return {p[base:].replace(os.sep, "/"): size for name in INDEX_FILES
+            for p, size in rd.index_sizes(meta.path, name, meta.manifest).items()}
 
 
 def _file_sha256(path: str) -> str:

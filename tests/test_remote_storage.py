@@ -43,6 +43,16 @@ class Remote:
     root: str
     options: list = field(default_factory=list)
     s3_client: object = None      # boto3 client for test I/O; None: Beam FileSystems
+    request_log: Path = None      # the S3 server's log: one line per request it answered
+
+    def requests(self) -> list:
+        """``(method, path)`` of every request the server logged so far."""
+        found = []
+        for line in self.request_log.read_text(errors="replace").splitlines():
+            if '"' in line and " HTTP/1." in line:
+                method, _, rest = line.split('"', 2)[1].partition(" ")
+                found.append((method, rest.rsplit(" HTTP/1.", 1)[0]))
+        return found
 
     def configure(self):
         from apache_beam.io.filesystems import FileSystems
@@ -91,7 +101,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def s3_remote():
+def s3_remote(tmp_path_factory):
     """moto's S3 server in its own process (in a thread it would share our GIL)."""
     pytest.importorskip("boto3")
     pytest.importorskip("moto.server")
@@ -99,8 +109,9 @@ def s3_remote():
 
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("moto") / "requests.log"
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
     try:
         keys = dict(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
         client = boto3.client("s3", endpoint_url=endpoint, **keys)
@@ -116,7 +127,7 @@ def s3_remote():
         yield Remote(f"s3://{BUCKET}/mintdim", [
             f"--s3_endpoint_url={endpoint}", "--s3_access_key_id=testing",
             "--s3_secret_access_key=testing", "--s3_region_name=us-east-1",
-        ], client)
+        ], client, log)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -609,3 +620,51 @@ def test_s3_reads_are_ranged_gets_and_small_writes_one_put(s3_remote):
         assert b"".join(iter(lambda: f.read(7000), b"")) == small
     with pytest.raises(FileNotFoundError, match="gone.bin: no such object"):
         storage.read_range(f"{tag}/gone.bin", 0, 10)
+
+
+def _upload_tree(s3_remote: Remote, local: str, remote: str) -> None:
+    for p in sorted(Path(local).rglob("*")):
+        if p.is_file():
+            _put(s3_remote, f"{remote}/{p.relative_to(local).as_posix()}", p.read_bytes())
+
+
+def test_index_parts_on_remote_storage_are_listed_once_and_fetched_once_each(s3_remote, tmp_path):
+    """A parts dataset on s3:// (tens of parts per index), as the store sees it: each
+    index folder is listed, and each part fetched by one GET (verify: one to hash it,
+    one to parse it), with no request that asks for a part's size or existence."""
+    from mintdim_beam import reader
+    from mintdim_beam.cli import main
+
+    job = _job(tmp_path)
+    local = [str(tmp_path / "local" / "instructions"), str(tmp_path / "local" / "chat")]
+    run_pipeline(output_dirs=local, block_size=1024, index_layout="parts", **job)
+    parts = sorted(p.relative_to(local[0]).as_posix() for p in Path(local[0]).rglob("part-*.jsonl"))
+    assert len([p for p in parts if p.startswith("sample_index/")]) >= 20
+    dataset = f"{s3_remote.root}/listed-{uuid.uuid4().hex[:6]}/instructions"
+    _upload_tree(s3_remote, local[0], dataset)
+    key = dataset[len("s3://"):]
+
+    def on_parts(requests):
+        """Requests naming a part, by part: {part: [method, ...]}."""
+        found = {}
+        for method, path in requests:
+            name = path.lstrip("/")[len(key) + 1:] if path.lstrip("/").startswith(key + "/") else None
+            if name in parts:
+                found.setdefault(name, []).append(method)
+        return found
+
+    before = len(s3_remote.requests())
+    assert main(["verify", dataset, *s3_remote.options]) == 0
+    during = s3_remote.requests()[before:]
+    assert on_parts(during) == {p: ["GET", "GET"] for p in parts}
+    folders = sorted({p.split("/")[0] for p in parts})
+    prefix = "prefix=" + key.split("/", 1)[1] + "/"
+    listed = [path.split(prefix, 1)[1].split("/&", 1)[0] for method, path in during
+              if method == "GET" and prefix in path and "_index/&" in path]
+    assert sorted(listed) == folders            # each folder of parts listed once
+
+    before = len(s3_remote.requests())
+    opened = reader.open_output(dataset, options=s3_remote.options)
+    assert len(opened) == len(reader.open_output(local[0]))
+    assert opened.sample(5).payload.tolist() == reader.open_output(local[0]).sample(5).payload.tolist()
+    assert on_parts(s3_remote.requests()[before:]) == {p: ["GET"] for p in parts if p.startswith("sample_index/")}
