@@ -4,8 +4,9 @@ counters are read while it runs and at its end, and the closing summary's figure
 Kept apart from ``progress`` (pure formatting and the local watcher) because it
 speaks to Beam: the runner's result, its state and its metrics. On the local
 FnApiRunner ``run`` returns only when the build is over, so the display there is fed
-by ``progress.SpillWatcher``; Dataflow, whose result moves while the job runs, is
-polled for its state and ``mintdim`` counters instead of waiting blind; portable
+by ``progress.SpillWatcher`` (:class:`StoreSpillWatcher` for outputs on an object
+store); Dataflow, whose result moves while the job runs, is polled for its state and
+``mintdim`` counters instead of waiting blind; portable
 runners (Flink, Spark) report their counters at the end. Others (Dask, whose result
 neither changes state on its own nor reports metrics) are waited on as before. Whatever
 happens here, the build's own outcome is that of ``wait_until_finish``.
@@ -23,6 +24,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineState
 
 from . import blocks, layout, progress, storage
+from .block_result import SPILL_SUFFIX, read_spill_header
 from .config import BuildConfig
 from .transforms import NAMESPACE
 
@@ -35,6 +37,8 @@ LIVE_RUNNERS = ("dataflow", "testdataflow")
 REPORTING_RUNNERS = LIVE_RUNNERS + ("portable", "flink", "spark")
 #: Seconds between two looks at a remote job's state and counters.
 REMOTE_POLL_INTERVAL = 5.0
+#: Seconds between two listings of spills on an object store (each look is a request).
+STORE_POLL_INTERVAL = 2.0
 
 
 def _runner_key(runner_name) -> str:
@@ -66,20 +70,16 @@ def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, strea
 def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None) -> Progress:
     """The display, writing to ``stream`` (stderr).
 
-    Local runner: the watcher of the local outputs' spills (object-store outputs leave
-    no progress files, so they are not shown). Remote runners that report metrics:
-    their counters.
-    ``since``: the build's start (``time.time()``), older spills are not counted.
+    Local runner: the watcher of the outputs' spills, on local disk or on an object
+    store (:class:`StoreSpillWatcher`). Remote runners that report metrics: their
+    counters.
+    ``since``: the build's start (``time.time()``), older local spills are not counted.
     """
     key = _runner_key(runner_name)
-    if quiet or not (is_local(runner_name) or key in REPORTING_RUNNERS):
+    if quiet or not (is_local(runner_name) or key in REPORTING_RUNNERS) or not config.outputs:
         return Progress(contextlib.nullcontext())
     stream = sys.stderr if stream is None else stream
-    outputs = {o.index for o in config.outputs if storage.is_local(o.path)} if is_local(runner_name) \
-        else {o.index for o in config.outputs}
-    if not outputs:
-        return Progress(contextlib.nullcontext())
-    refs = [r for r in blocks.plan_blocks(config) if config.files[r.file].output in outputs]
+    refs = blocks.plan_blocks(config)
     display = progress.ProgressDisplay(stream, progress.Figures(sum(r.end - r.start for r in refs), len(refs)))
     def on_counters(counters: dict) -> None:
         display.update(progress.Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),
@@ -89,9 +89,58 @@ def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stre
         # The watcher shows the spills as they appear; the runner's final counters end
         # the display, since a short build may publish (and remove its spills) between
         # two looks of the watcher.
-        dirs = [layout.spills_dir(o) for o in config.outputs if o.index in outputs]
-        return Progress(progress.watching(progress.SpillWatcher(dirs, since), display), on_counters)
+        dirs = [layout.spills_dir(o) for o in config.outputs]
+        local = [d for d in dirs if storage.is_local(d)]
+        remote = [d for d in dirs if not storage.is_local(d)]
+        watcher = _Watchers([progress.SpillWatcher(local, since), StoreSpillWatcher(remote)])
+        period = STORE_POLL_INTERVAL if remote else progress.POLL_INTERVAL
+        return Progress(progress.watching(watcher, display, period), on_counters)
     return Progress(_closing(display), on_counters)
+
+
+class StoreSpillWatcher:
+    """``progress.SpillWatcher`` for spill directories on an object store (a local
+    build writing to a bucket): each directory is listed once a look, and each new
+    spill's header fetched once, by a ranged read of its first bytes. The staging
+    directory is this build's own (its run id), so there is no older spill to skip."""
+
+    def __init__(self, spill_dirs):
+        self._dirs = list(spill_dirs)
+        self._seen: set = set()
+        self._done = progress.Figures()
+
+    def poll(self) -> progress.Figures:
+        for directory in self._dirs:
+            for path in storage.list_files(directory):
+                if path in self._seen or not path.endswith(SPILL_SUFFIX):
+                    continue
+                try:
+                    figures = progress.Figures.from_dict(_spill_header(path)["progress"])
+                except (FileNotFoundError, ValueError, KeyError, TypeError):
+                    continue   # gone, or not a spill of this build: next time
+                self._seen.add(path)
+                self._done = self._done + figures
+        return self._done
+
+
+def _spill_header(path: str) -> dict:
+    head = storage.read_range(path, 0, progress.HEADER_READ)   # on s3://, one ranged GET
+    if len(head) >= 8 and int.from_bytes(head[:8], "little") + 8 > len(head):
+        head = storage.read_range(path, 0, int.from_bytes(head[:8], "little") + 8)
+    return read_spill_header(head)
+
+
+class _Watchers:
+    """Several watchers as one: the sum of their figures."""
+
+    def __init__(self, watchers):
+        self._watchers = watchers
+
+    def poll(self) -> progress.Figures:
+        done = progress.Figures()
+        for watcher in self._watchers:
+            done = done + watcher.poll()
+        return done
 
 
 @contextlib.contextmanager

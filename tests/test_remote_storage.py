@@ -668,3 +668,62 @@ def test_index_parts_on_remote_storage_are_listed_once_and_fetched_once_each(s3_
     assert len(opened) == len(reader.open_output(local[0]))
     assert opened.sample(5).payload.tolist() == reader.open_output(local[0]).sample(5).payload.tolist()
     assert on_parts(s3_remote.requests()[before:]) == {p: ["GET"] for p in parts if p.startswith("sample_index/")}
+
+
+# --------------------------------------------------------------------------- progress of a build to a bucket
+
+
+def test_spills_on_remote_storage_are_watched_each_once(s3_remote):
+    """The local runner's progress, with the output on s3://: each spill's header is
+    read once (a ranged read of its first bytes), unfinished or foreign names skipped."""
+    from mintdim_beam import build_progress, storage
+    from mintdim_beam.block_result import spill_header
+    from mintdim_beam.progress import Figures
+
+    storage.configure(s3_remote.options)
+    spills = f"{s3_remote.root}/watch-{uuid.uuid4().hex[:6]}/blocks"
+
+    def spill(name, figures, body=b"x" * 10_000):
+        header, _ = spill_header({"unit_64": len(body)}, figures.to_dict())
+        _put(s3_remote, f"{spills}/{name}", header + body)
+
+    watcher = build_progress.StoreSpillWatcher([spills, f"{s3_remote.root}/absent/blocks"])
+    assert watcher.poll() == Figures()
+    spill("f00000-b000000.spill", Figures(10, 1, 3, 30))
+    _put(s3_remote, f"{spills}/f00001-b000000.spill.tmp-0123", b"\x40")       # not a spill name
+    _put(s3_remote, f"{spills}/f00002-b000000.spill", b"\x40\0\0\0\0\0\0\0{")  # cut short
+    assert watcher.poll() == Figures(10, 1, 3, 30)
+    spill("f00001-b000000.spill", Figures(5, 1, 1, 10))
+    spill("f00002-b000000.spill", Figures(0, 0, 2, 20), body=b"")
+    _put(s3_remote, f"{spills}/f00004-b000000.spill", b"")                    # an empty object
+    long_header = Figures(7, 1, 1, 1)
+    header, _ = spill_header({f"unit_{k}": 1 for k in range(400)}, long_header.to_dict())
+    assert len(header) > 4096                                                   # read in a second request
+    _put(s3_remote, f"{spills}/f00003-b000000.spill", header + b"y" * 400)
+    before = len(s3_remote.requests())
+    assert watcher.poll() == Figures(22, 3, 7, 61)
+    fetched = [path for method, path in s3_remote.requests()[before:] if method == "GET" and ".spill" in path]
+    assert len(fetched) == 5                                  # four new objects, the long header twice
+    assert watcher.poll() == Figures(22, 3, 7, 61)
+
+
+def test_a_local_build_to_remote_storage_shows_progress_and_the_summary(s3_remote, tmp_path, capsys):
+    from mintdim_beam import progress
+    from mintdim_beam.cli import main
+
+    job = _job(tmp_path)
+    tag = f"progress-{uuid.uuid4().hex[:6]}"
+    rjob = _to_remote(s3_remote, job, tag)
+    out = f"{s3_remote.root}/{tag}/out"
+    job_file = _job_file(tmp_path / "job.json", rjob, [out + "/instructions", out + "/chat"])
+    assert main(["build", job_file, *s3_remote.options]) == 0
+    shown = capsys.readouterr()
+    total = sum(os.path.getsize(f) for f in job["files"])
+    lines = [line for line in shown.err.splitlines() if line.startswith("[unit-build] ")]
+    assert lines, shown.err
+    assert lines[-1].startswith(f"[unit-build] {progress.format_size(total)} / {progress.format_size(total)} "
+                                f"(100.0%), blocks ")
+    summary = [line for line in shown.out.splitlines() if line.startswith("[unit-build] finished in ")]
+    assert len(summary) == 1 and f"{progress.format_size(total)} read at" in summary[0]
+    on_store = sum(len(b) for d in ("instructions", "chat") for b in s3_remote.download_tree(f"{out}/{d}").values())
+    assert summary[0].endswith(f"tokens/s, {progress.format_size(on_store)} on disk")
