@@ -252,7 +252,8 @@ class OutputValidationError(MintDimError):
     """The output directory already holds files; MintDim never writes over earlier output.
 
     ``unusable(directory, reason, detail)``: the directory cannot be an output at all
-    (``reason``: ``dangling_link``, ``not_directory`` or ``not_writable``).
+    (``reason``: ``dangling_link``, ``not_directory``, ``not_writable``, or for a versioned root
+    ``latest_not_file`` and ``dataset_as_root``).
     """
 
     _variant_kinds = ("unusable",)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import os
 import platform
 import time
 import uuid
@@ -523,6 +524,18 @@ def new_build_id(now: Optional[float] = None) -> str:
     return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
+def _check_versioned_root(root: str) -> None:
+    """Before any work: a root whose LATEST is a directory used to fail only once the build
+    was published (IsADirectoryError, a stray LATEST.tmp-*), and a root that is itself a
+    published dataset took builds inside it."""
+    latest = storage.join(root, layout.LATEST)
+    if storage.is_local(root) and os.path.lexists(latest) and not os.path.isfile(latest):
+        raise errors.OutputValidationError.unusable(root, "latest_not_file", latest)
+    manifest = storage.join(root, "manifest.json")
+    if storage.exists(manifest):
+        raise errors.OutputValidationError.unusable(root, "dataset_as_root", manifest)
+
+
 def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
                      build_id: Optional[str] = None, ask=None, interactive=None,
                      echo=print, quiet: bool = False) -> VersionedResult:
@@ -541,6 +554,8 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     config = patterns.expand(config)
     roots = tuple(out.path for out in config.outputs)
     preflight.check_outputs_apart(config)   # roots, as the outputs are checked
+    for root in roots:
+        _check_versioned_root(root)
     digests = None
     current: dict = {}
     if skip_unchanged:

@@ -487,6 +487,19 @@ OUTPUT_UNUSABLE_REASONS = {
         Text("choose a directory you can write, or fix its permissions.",
              "hãy chọn thư mục có quyền ghi, hoặc sửa quyền của thư mục."),
     ),
+    "latest_not_file": (
+        Text("as a versioned root its LATEST must be a file naming the latest build, and it is not: {detail}",
+             "là versioned root thì LATEST của nó phải là file ghi id của bản build mới nhất, nhưng không phải: "
+             "{detail}"),
+        Text("remove or rename that path, or choose another versioned root.",
+             "hãy xoá hoặc đổi tên đường dẫn đó, hoặc chọn versioned root khác."),
+    ),
+    "dataset_as_root": (
+        Text("it is a published dataset ({detail}), so it cannot also be a versioned root",
+             "đây là một dataset đã publish ({detail}), nên không thể đồng thời là versioned root"),
+        Text("choose another versioned root, or build without --versioned into a new directory.",
+             "hãy chọn versioned root khác, hoặc build không có --versioned vào một thư mục mới."),
+    ),
 }
 
 OUTPUT_OVERLAP = Text(

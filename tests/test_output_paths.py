@@ -114,6 +114,31 @@ def test_versioned_roots_inside_one_another(tmp_path, capsys):
     assert not (tmp_path / "root").exists()
 
 
+@pytest.mark.parametrize("case", ["LATEST is a directory", "root is a dataset"])
+def test_a_versioned_root_that_cannot_be_one_is_refused_before_any_work(tmp_path, capsys, case):
+    """A directory named LATEST in the root used to fail once the build was published
+    (IsADirectoryError traceback, a stray LATEST.tmp-* file); a root that is a published
+    dataset took the new build inside it, exit 0."""
+    root = tmp_path / "root"
+    job = _job(tmp_path, outputs=str(root))
+    if case == "LATEST is a directory":
+        (root / "LATEST").mkdir(parents=True)
+        shown = f"its LATEST must be a file naming the latest build, and it is not: {root / 'LATEST'}"
+        shown_vi = "thì LATEST của nó phải là file"
+    else:
+        assert main(["build", job]) == 0
+        shown = f"it is a published dataset ({root / 'manifest.json'}), so it cannot also be a versioned root"
+        shown_vi = "đây là một dataset đã publish"
+    before = _tree(root)
+    capsys.readouterr()
+    code = main(["build", job, "--versioned", "--build-id", "b1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert err.startswith("[english] OutputValidationError: Output directory cannot be used.")
+    assert f"Directory: {root}" in err and shown in err and shown_vi in err
+    assert _tree(root) == before
+
+
 @pytest.mark.parametrize("which", ["source", "tokenizer"])
 def test_an_input_or_tokenizer_inside_an_output_is_refused(tmp_path, capsys, which):
     (tmp_path / "real").mkdir()
