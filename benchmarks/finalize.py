@@ -4,6 +4,7 @@
     python benchmarks/finalize.py --mb 50 --files 500      # a quick run
     python benchmarks/finalize.py --mb 50 --no-s3 --layouts file
     python benchmarks/finalize.py --mb 100 --files 20 --block-size 8388608 --no-local
+    python benchmarks/finalize.py --mb 20 --files 500 --no-local --layouts file --requests
 
 The corpus is ``make_corpus.py``'s (seeded, long-tailed, ~2% duplicates, without its
 1 MB pathological line; above 20 MB, 20 MB of it with its records' fields recombined
@@ -14,7 +15,8 @@ renamed in place), first on local disk, then with inputs and output on ``s3://``
 by moto (a local S3 in its own process, started here, memory-backed). Printed per
 build: wall time of ``run()``, finalize's time (the ``finalize_ms`` counter the
 finalize step reports), its share of the build, and the bytes of index files it
-published. Builds are run in this process one after another; on a machine shared
+published (``--requests``: and the S3 requests the build made, by method, from moto's
+request log). Builds are run in this process one after another; on a machine shared
 with other work, wall times swing with the load.
 """
 
@@ -90,14 +92,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_moto():
-    """moto's S3 server in its own process; returns (process, boto3 client, Beam flags)."""
+def start_moto(log=None):
+    """moto's S3 server in its own process; returns (process, boto3 client, Beam flags).
+    ``log``: a file for the server's request log (one line a request)."""
     import boto3
 
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
+    sink = subprocess.DEVNULL if log is None else log
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=sink, stderr=sink)
     client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
     deadline = time.monotonic() + 30
@@ -124,6 +128,19 @@ def index_bytes(out: str, client=None) -> int:
     return total
 
 
+def count_requests(log_path: Path, skip: int) -> tuple:
+    """``(lines read, {HTTP method: requests})`` of moto's request log after ``skip`` lines."""
+    import re
+
+    lines = log_path.read_text(errors="replace").splitlines()
+    counts: dict = {}
+    for line in lines[skip:]:
+        found = re.search(r'"([A-Z]+) /\S* HTTP/', line)
+        if found:
+            counts[found.group(1)] = counts.get(found.group(1), 0) + 1
+    return len(lines), counts
+
+
 def report(where: str, layout: str, found: dict, nbytes: int) -> None:
     share = found["finalize"] / found["wall"] if found["wall"] else 0.0
     print(f"{where:5s} {layout:5s}  build {found['wall']:7.1f} s  finalize {found['finalize']:6.2f} s "
@@ -140,6 +157,8 @@ def main(argv=None) -> None:
     parser.add_argument("--block-size", type=int, help="input block size (default: the build's, 4 MiB; on S3 "
                                                        "an index part of 5 MiB or more is copied server-side)")
     parser.add_argument("--work", help="working directory (default: a temporary one, removed after)")
+    parser.add_argument("--requests", action="store_true", help="count the S3 requests of each S3 build "
+                                                                 "(from moto's request log)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     layouts = args.layouts.split(",")
@@ -157,18 +176,29 @@ def main(argv=None) -> None:
                 out = str(tmp / f"out-{layout}")
                 report("local", layout, build(pattern, out, layout, block_size=args.block_size), index_bytes(out))
         if args.s3:
-            server, client, flags = start_moto()
+            log_path = tmp / "moto.log"
+            log = open(log_path, "wb") if args.requests else None
+            server, client, flags = start_moto(log)
             try:
                 for p in inputs:
                     client.upload_file(str(p), BUCKET, f"in/{p.name}")
                 for layout in layouts:
                     out = f"s3://{BUCKET}/out-{layout}"
+                    seen = count_requests(log_path, 0)[0] if log else 0
                     found = build(f"s3://{BUCKET}/in/part-*.jsonl", out, layout, options=flags,
                                   block_size=args.block_size)
                     report("s3", layout, found, index_bytes(out, client))
+                    if log:
+                        log.flush()
+                        _, counts = count_requests(log_path, seen)
+                        detail = ", ".join(f"{m} {n}" for m, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+                        print(f"      {layout:5s}  S3 requests {sum(counts.values())} ({detail}; "
+                              f"{sum(counts.values()) / len(inputs):.1f} an input file)", flush=True)
             finally:
                 server.terminate()
                 server.wait(timeout=30)
+                if log:
+                    log.close()
 
 
 if __name__ == "__main__":
