@@ -294,6 +294,8 @@ class OutputReader:
             size = file_size(full)
         except (FileNotFoundError, IndexError):
             raise ReaderError(f"{self.path}: {rel}: shard file not found") from None
+        except OSError as exc:   # a link loop, a unit directory replaced by a file, ...
+            raise ReaderError(f"{self.path}: {rel}: cannot be read ({exc.strerror or exc})") from None
         if is_local(full) and not os.path.isfile(full):   # a directory in its place: no size to trust
             raise ReaderError(f"{self.path}: {rel}: not a regular file (a shard is a file of records)")
         if size % record_bytes:

@@ -455,3 +455,31 @@ def test_a_manifest_of_the_wrong_shape_is_a_problem_not_a_crash(copy, capsys, ed
         open_output(str(d))
     assert consumer_main(["inspect", str(d), "--sample-id", "0"]) == 2
     assert shown in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["link loop", "unit is a file"])
+def test_a_shard_that_cannot_be_opened_is_a_reader_error(tmp_path, capsys, damage):
+    """A shard that is a symbolic link to itself, or a unit directory replaced by a file,
+    ended the reader in an OSError traceback and export in "[Errno 40] ..."."""
+    from mintdim_beam.consumer_cli import main
+    from mintdim_beam.reader import ReaderError, open_output
+
+    out = Path(make_dataset(tmp_path / "ds"))
+    shard = next(out.glob("unit_*/shard_000000.bin"))
+    rel = f"{shard.parent.name}/{shard.name}"
+    unit = int(shard.parent.name.split("_")[1])
+    if damage == "link loop":
+        shard.unlink()
+        shard.symlink_to(shard.name)
+        why = "Too many levels of symbolic links"
+    else:
+        shutil.rmtree(shard.parent)
+        shard.parent.write_text("x")
+        why = "Not a directory"
+    with pytest.raises(ReaderError, match=f"{rel}: cannot be read \\({why}\\)"):
+        list(open_output(str(out)).iter_unit(unit))
+    assert main(["export", str(out), "--format", "parquet", str(tmp_path / "x.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert f"{rel}: cannot be read ({why})" in err and "Traceback" not in err
+    assert not (tmp_path / "x.parquet").exists()
+    assert main(["verify", str(out)]) == 1
