@@ -487,6 +487,12 @@ OUTPUT_UNUSABLE_REASONS = {
         Text("choose a directory you can write, or fix its permissions.",
              "hãy chọn thư mục có quyền ghi, hoặc sửa quyền của thư mục."),
     ),
+    "inside_staging": (
+        Text("it lies inside a build's staging folder {detail}, which that build removes once it publishes",
+             "đường dẫn nằm trong thư mục staging {detail} của một bản build, thư mục này bị xoá khi build publish"),
+        Text("choose a directory outside any .mintdim-staging folder.",
+             "hãy chọn thư mục nằm ngoài mọi thư mục .mintdim-staging."),
+    ),
     "latest_not_file": (
         Text("as a versioned root its LATEST must be a file naming the latest build, and it is not: {detail}",
              "là versioned root thì LATEST của nó phải là file ghi id của bản build mới nhất, nhưng không phải: "

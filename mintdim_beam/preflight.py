@@ -205,8 +205,16 @@ def _check_input(context: str, path: str) -> None:
         raise errors.MintDimFileNotFoundError.not_a_file(context, path, "unreadable")
 
 
+#: Every build stages under OUT/.mintdim-staging/ (``layout.STAGING``; layout imports Beam).
+STAGING = ".mintdim-staging"
+
+
 def _check_output_usable(path: str) -> None:
-    """A local output: not a dangling link, not a file, and creatable or writable."""
+    """Not inside a build's staging folder (which its build removes once published); and
+    locally: not a dangling link, not a file, and creatable or writable."""
+    parts = path.split("://", 1)[-1].replace(os.sep, "/").split("/")
+    if STAGING in parts:
+        raise errors.OutputValidationError.unusable(path, "inside_staging", STAGING)
     if not storage.is_local(path):
         return
     if os.path.islink(path) and not os.path.exists(path):

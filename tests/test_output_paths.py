@@ -114,6 +114,16 @@ def test_versioned_roots_inside_one_another(tmp_path, capsys):
     assert not (tmp_path / "root").exists()
 
 
+def test_an_output_inside_another_builds_staging_is_refused(tmp_path, capsys):
+    """Started beside a build of A, a job into A/.mintdim-staging/x passed every check
+    (its own outputs do not overlap) and published where A's build cleans up."""
+    out = tmp_path / "A" / ".mintdim-staging" / "x"
+    english, vietnamese = _refused(capsys, _job(tmp_path, outputs=str(out)), "OutputValidationError",
+                                   f"Directory: {out}", "it lies inside a build's staging folder .mintdim-staging")
+    assert "nằm trong thư mục staging .mintdim-staging" in vietnamese
+    assert not (tmp_path / "A").exists()
+
+
 @pytest.mark.parametrize("case", ["LATEST is a directory", "root is a dataset"])
 def test_a_versioned_root_that_cannot_be_one_is_refused_before_any_work(tmp_path, capsys, case):
     """A directory named LATEST in the root used to fail once the build was published
