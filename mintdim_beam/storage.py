@@ -250,12 +250,12 @@ class _S3Reader:
     ``FileNotFoundError``.
     """
 
-    def __init__(self, path: str, readahead: int = 0):
+    def __init__(self, path: str, readahead: int = 0, client=None):
         from apache_beam.io.aws import s3io
 
         self._path = path
         self._bucket, self._key = s3io.parse_s3_path(path)
-        self._client = s3_client()
+        self._client = client if client is not None else s3_client()
         self._readahead = readahead
         self._pos = 0
         self._size = None                   # known from the first answer's Content-Range
@@ -653,9 +653,45 @@ def _copy(src, out, start: int, length: int) -> int:
     return done
 
 
+#: ``s3://`` ranges of one ``write_ranges`` fetched at once, ahead of the writer.
+RANGES_IN_FLIGHT = 8
+
+
 def _read_ranges(ranges):
+    if len(ranges) > 1 and all(_is_s3(src) for src, _, _ in ranges):
+        yield from _s3_read_ranges(ranges)
+        return
     for src, start, length in ranges:
         yield read_bytes(src)[start:] if length is None else read_range(src, start, length)
+
+
+def _s3_read_ranges(ranges):
+    """The ranges' bytes in order, a few GETs in flight: a shard is hundreds of small
+    ranges of the blocks' spills, and one GET after another would wait for each
+    answer. They share this thread's client (boto3 clients are thread-safe; making one
+    a thread costs 0.15 s of CPU). At most RANGES_IN_FLIGHT ranges are held."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    client = s3_client()
+
+    def fetch(item):
+        src, start, length = item
+        with _S3Reader(src, client=client) as f:
+            f.seek(start)
+            data = f.read(-1 if length is None else length)
+        if length is not None and len(data) != length:
+            raise EOFError(f"{src}: {start + length} bytes expected, {start + len(data)} found")
+        return data
+
+    with ThreadPoolExecutor(max_workers=RANGES_IN_FLIGHT, thread_name_prefix="s3-ranges") as pool:
+        pending: deque = deque()
+        for item in ranges:
+            if len(pending) >= RANGES_IN_FLIGHT:
+                yield pending.popleft().result()
+            pending.append(pool.submit(fetch, item))
+        while pending:
+            yield pending.popleft().result()
 
 
 def write_text(path: str, text: str) -> None:

@@ -620,6 +620,17 @@ def test_s3_reads_are_ranged_gets_and_small_writes_one_put(s3_remote):
         assert b"".join(iter(lambda: f.read(7000), b"")) == small
     with pytest.raises(FileNotFoundError, match="gone.bin: no such object"):
         storage.read_range(f"{tag}/gone.bin", 0, 10)
+    # Many ranges (fetched a few at a time) are written in their order.
+    ranges = [(f"{tag}/small.bin" if i % 3 else f"{tag}/large.bin", i * 997, 50 + i * 13) for i in range(40)]
+    ranges.append((f"{tag}/small.bin", len(small) - 77, None))
+    want = b"".join((small if "small" in p else large)[a:] if n is None else (small if "small" in p else large)[a:a + n]
+                    for p, a, n in ranges)
+    sha = hashlib.sha256()
+    assert storage.write_ranges(f"{tag}/joined.bin", ranges, sha=sha) == len(want)
+    assert _get(s3_remote, f"{tag}/joined.bin")[0] == want and sha.hexdigest() == hashlib.sha256(want).hexdigest()
+    with pytest.raises(EOFError, match=f"small.bin: {len(small) + 5} bytes expected, {len(small)} found"):
+        storage.write_ranges(f"{tag}/short.bin", [(f"{tag}/small.bin", 0, 10), (f"{tag}/small.bin", 5, len(small))])
+    assert not storage.exists(f"{tag}/short.bin")
 
 
 def _upload_tree(s3_remote: Remote, local: str, remote: str) -> None:
