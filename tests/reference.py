@@ -328,6 +328,11 @@ def _parse_record(raw, declared_fields):
         if isinstance(obj[name], (list, dict)):
             return "bad", ("SampleSchemaError", "field value must be a string: " + name)
     values = {name: _render_value(obj[name]) for name in unique_fields}
+    for value in values.values():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:   # a lone surrogate from a \u escape (docs/decisions.md)
+            return "bad", ("SourceParseError", "invalid UTF-8")
     return "ok", values
 
 

@@ -411,3 +411,28 @@ def test_a_huge_line_gives_the_reference_bytes(tmp_path, on_overflow):
     assert stats["overflow_samples"] == 1 and stats["samples_with_unk"] == 2
     overflow = json.loads((tmp_path / "out" / "overflow_index.jsonl").read_text())
     assert overflow["source_line"] == 2 and overflow["token_count"] > record_layout._COMPACT_AT
+
+
+@pytest.mark.parametrize("on_bad_record", ["skip", "abort"])
+def test_a_lone_surrogate_escape_is_a_bad_record_as_in_the_reference(tmp_path, on_bad_record):
+    """``"\\ud800"`` is valid JSON text but no Unicode string: the build's invalid UTF-8
+    record, line and policy, the same in the reference (which used to crash on it), in a
+    used field only; the same escape in a field the template does not use is harmless."""
+    path = write_jsonl(tmp_path / "s.jsonl", [
+        '{"q": "fine", "a": "ok"}',
+        '{"q": "x\\udc00y", "a": "ok"}',
+        '{"q": "fine", "a": "ok", "unused": "\\ud800"}',
+        '{"q": "\\ud83d\\ude00 pair", "a": "ok"}',
+    ])
+    job = dict(files=[path], fields=[["q", "a"]], templates=["{q} {a}"], tokenizer_kind="sentencepiece",
+               tokenizer_files=[str(TESTDATA / "sp_unigram.model")], sizes=[[16, 32]], samples_per_shard=[4],
+               output_dirs="out", on_overflow="truncate", on_template_unk="continue", on_bad_record=on_bad_record)
+    if on_bad_record == "abort":
+        with pytest.raises(errors.SourceParseError) as info:
+            build_and_compare(tmp_path, **job)
+        assert (info.value.file, info.value.line, info.value.reason) == (path, 2, "invalid UTF-8")
+        assert_nothing_published(tmp_path / "out")
+    else:
+        build_and_compare(tmp_path, **job)
+        rows = [json.loads(x) for x in (tmp_path / "out" / "bad_record_index.jsonl").read_text().splitlines()]
+        assert [(r["sample_id"], r["source_line"], r["reason"]) for r in rows] == [(1, 2, "invalid UTF-8")]
