@@ -37,11 +37,13 @@ MAGIC = (
 )
 
 
-def plan_blocks(config: BuildConfig) -> list[BlockRef]:
+def plan_blocks(config: BuildConfig, sizes: Optional[dict] = None) -> list[BlockRef]:
     """Split every plain input file into blocks of ``config.block_size`` bytes (at least
-    one); a compressed file is one block ``[0, compressed size)``."""
+    one); a compressed file is one block ``[0, compressed size)``. ``sizes``: the
+    inputs' sizes as the launcher listed them (``patterns.expand_sizes``); the others
+    are asked for."""
     refs = []
-    for spec, total in zip(config.files, storage.sizes([f.path for f in config.files])):
+    for spec, total in zip(config.files, storage.sizes([f.path for f in config.files], sizes)):
         n = 1 if storage.is_compressed(spec.path) else max(1, -(-total // config.block_size))
         for b in range(n):   # the last block ends at the file's end (a compressed one's only block too)
             refs.append(BlockRef(spec.index, b, b * config.block_size,
@@ -78,9 +80,9 @@ def group_blocks(config: BuildConfig, refs: list) -> list:
     return groups
 
 
-def plan_groups(config: BuildConfig) -> list:
+def plan_groups(config: BuildConfig, sizes: Optional[dict] = None) -> list:
     """The build's encode groups: :func:`group_blocks` of :func:`plan_blocks`."""
-    return group_blocks(config, plan_blocks(config))
+    return group_blocks(config, plan_blocks(config, sizes))
 
 
 _decode_utf8 = bytes.decode   # UTF-8 is the default, and strict

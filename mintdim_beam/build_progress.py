@@ -59,15 +59,18 @@ class Progress:
         self.on_counters = on_counters
 
 
-def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None) -> Progress:
-    """The display for a build on ``runner_name`` (none if it cannot be set up)."""
+def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None,
+              sizes: Optional[dict] = None) -> Progress:
+    """The display for a build on ``runner_name`` (none if it cannot be set up).
+    ``sizes``: the inputs' sizes as the launcher listed them (for the total)."""
     try:
-        return _for_build(config, runner_name, quiet, since, stream)
+        return _for_build(config, runner_name, quiet, since, stream, sizes)
     except Exception:   # progress is advisory
         return Progress(contextlib.nullcontext())
 
 
-def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None) -> Progress:
+def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None,
+               sizes: Optional[dict] = None) -> Progress:
     """The display, writing to ``stream`` (stderr).
 
     Local runner: the watcher of the outputs' spills, on local disk or on an object
@@ -79,7 +82,7 @@ def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stre
     if quiet or not (is_local(runner_name) or key in REPORTING_RUNNERS) or not config.outputs:
         return Progress(contextlib.nullcontext())
     stream = sys.stderr if stream is None else stream
-    refs = blocks.plan_blocks(config)
+    refs = blocks.plan_blocks(config, sizes)
     display = progress.ProgressDisplay(stream, progress.Figures(sum(r.end - r.start for r in refs), len(refs)))
     def on_counters(counters: dict) -> None:
         display.update(progress.Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),

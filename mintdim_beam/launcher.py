@@ -152,7 +152,8 @@ def default_processes(total_input_bytes: int, cores: Optional[int] = None) -> in
     return cores if cores > 1 and total_input_bytes >= MULTI_PROCESS_MIN_BYTES else 0
 
 
-def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=None) -> None:
+def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=None,
+                      sizes: Optional[dict] = None) -> None:
     """Pick the local runner's mode when the user left it open (measured choice).
 
     In memory, the encode pool keeps every core busy while one thread parses, but the
@@ -164,7 +165,8 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
     ``DirectOptions``. ``flags``: the list of flags the user gave, where the mode is
     left open unless it names ``--direct_running_mode`` or ``--direct_num_workers``
     (even at their defaults); a ``PipelineOptions`` object (``flags`` None) leaves it
-    open unless it holds a value other than Beam's default.
+    open unless it holds a value other than Beam's default. ``sizes``: the inputs'
+    sizes as the launcher listed them (``patterns.expand_sizes``).
     """
     if runner is None:
         runner = opts.view_as(StandardOptions).runner
@@ -173,7 +175,7 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
     named = flag_names(flags) if flags is not None else set(opts.get_all_options(drop_default=True))
     if any(name in named for name in LOCAL_MODE_FLAGS):
         return
-    processes = default_processes(sum(storage.sizes([f.path for f in config.files])))
+    processes = default_processes(sum(storage.sizes([f.path for f in config.files], sizes)))
     if processes:
         direct = opts.view_as(DirectOptions)
         direct.direct_running_mode = "multi_processing"
@@ -240,7 +242,7 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
 
 
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-           echo=print, input_digests=None, quiet: bool = False) -> BuildResult:
+           echo=print, input_digests=None, quiet: bool = False, input_sizes=None) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
 
     ``options``: a list of Beam flags or a ``PipelineOptions``. ``input_digests``: the
@@ -248,6 +250,12 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     a local build hashes them on a thread while the pipeline is prepared, and other
     runners hash them in a pipeline step alongside the build. ``quiet``: no progress
     display on stderr (``progress``); the result lines still go to ``echo``.
+    ``input_sizes``: ``{path: size}`` of the inputs already listed
+    (``patterns.expand_sizes``, as :func:`launch_versioned` does).
+
+    The inputs are listed once (with the pattern expansion), and that listing serves
+    the checks, the choice of local mode, the progress total and the block list: on
+    a bucket each round of asking is a listing, or requests per file.
     """
     flags = list(options) if isinstance(options, (list, tuple)) else None
     opts = make_options(options)
@@ -256,10 +264,13 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
     preflight.check_schemes(config)
     storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
-    config = patterns.expand(config)     # glob entries, through FileSystems
-    pre = preflight.check(config, ask=ask, interactive=interactive, claim=False)
+    if input_sizes is None:
+        config, input_sizes = patterns.expand_sizes(config)     # glob entries, through FileSystems
+    else:
+        config = patterns.expand(config)
+    pre = preflight.check(config, ask=ask, interactive=interactive, claim=False, sizes=input_sizes)
     runner, opts = _runner_alias(runner, opts)
-    choose_local_mode(config, runner, opts, flags if options is not None else [])
+    choose_local_mode(config, runner, opts, flags if options is not None else [], input_sizes)
     runner_obj, runner_name = resolve_runner(runner, opts)
     direct = opts.view_as(DirectOptions)
     hashing = None
@@ -268,7 +279,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         # release the GIL) while it builds the pipeline, instead of a pipeline step.
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
         input_digests = hashing.submit(hash_inputs, config)
-    sharers = _tune_for_runner(config, runner_name, opts)
+    sharers = _tune_for_runner(config, runner_name, opts, input_sizes)
     if sharers is None:
         sharers = encode_sharers(runner_name, opts)
     started = time.time()
@@ -288,10 +299,11 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     # Claimed last, when nothing before the pipeline can fail and leave a claim behind.
     preflight.claim_outputs(config)
     mark_started(config, build_info)
-    shown = build_progress.for_build(config, runner_name, quiet, started)
+    shown = build_progress.for_build(config, runner_name, quiet, started, sizes=input_sizes)
     try:
         with shown.context:
-            counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters)
+            counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters,
+                                     input_sizes)
     except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
         raise _build_error(config, exc) from None
     finally:
@@ -309,7 +321,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
 
 
 def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
-                  input_digests, on_counters=None) -> dict:
+                  input_digests, on_counters=None, input_sizes=None) -> dict:
     """Run the build to completion; close what the runner opened; return the runner's
     ``mintdim`` counters ({} when it reports none). ``on_counters``: shown a live
     runner's counters while it runs (``build_progress.wait``).
@@ -339,7 +351,8 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
     build_info["accelerators"] = config.accelerators
     build_info["bpe_word_encoder"] = words and config.accelerators
     _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
-                                     word_encoder=words, encode_sharers=build_info["encode_sharers"])
+                                     word_encoder=words, encode_sharers=build_info["encode_sharers"],
+                                     input_sizes=input_sizes)
     result = p.run()
     try:
         state = build_progress.wait(result, build_info.get("runner"), on_counters)
@@ -362,7 +375,8 @@ def _runner_alias(runner, opts: PipelineOptions):
     return runner, opts
 
 
-def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions) -> Optional[int]:
+def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions,
+                     sizes: Optional[dict] = None) -> Optional[int]:
     """Dask: size the bag partitions, and return the encode sharers per machine.
 
     Partitions: as many as the cluster has threads, twice, unless the user chose. The
@@ -384,7 +398,7 @@ def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOption
     nthreads = _dask_nthreads(dask.address)
     if not (dask.npartitions or dask.partition_size):
         wanted = 2 * (sum(nthreads.values()) or usable_cores())
-        dask.npartitions = max(1, min(len(blocks.plan_groups(config)), wanted, DASK_MAX_PARTITIONS))
+        dask.npartitions = max(1, min(len(blocks.plan_groups(config, sizes)), wanted, DASK_MAX_PARTITIONS))
     return dask_sharers(nthreads) if nthreads else None
 
 
@@ -551,7 +565,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     storage.configure(opts)
     preflight.check_schemes(config)
     storage_access.check(storage_access.build_paths(config), opts)
-    config = patterns.expand(config)
+    config, sizes = patterns.expand_sizes(config)     # listed once, for launch() too
     roots = tuple(out.path for out in config.outputs)
     preflight.check_outputs_apart(config)   # roots, as the outputs are checked
     for root in roots:
@@ -559,7 +573,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     digests = None
     current: dict = {}
     if skip_unchanged:
-        preflight.check_inputs(config)   # before hashing them: a FIFO would block for good
+        preflight.check_inputs(config, sizes)   # before hashing them: a FIFO would block for good
         digests = hash_inputs(config)
         current = {out.path: publish.fingerprint(config, out, digests.files)["id"] for out in config.outputs}
         latest = {root: publish.latest_fingerprint(root) for root in roots}
@@ -572,7 +586,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     versioned = dataclasses.replace(config, outputs=tuple(
         dataclasses.replace(out, path=storage.join(out.path, build_id)) for out in config.outputs))
     result = launch(versioned, runner=runner, options=options, ask=ask, interactive=interactive, echo=echo,
-                    input_digests=digests, quiet=quiet)
+                    input_digests=digests, quiet=quiet, input_sizes=sizes)
     for root in roots:
         publish.write_latest(root, build_id)
     echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")

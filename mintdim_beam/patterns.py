@@ -43,6 +43,12 @@ def has_patterns(config: BuildConfig) -> bool:
 
 def match(pattern: str) -> list[str]:
     """The files ``pattern`` matches, sorted by path (directories left out)."""
+    return list(match_sizes(pattern))
+
+
+def match_sizes(pattern: str) -> dict:
+    """``{path: size}`` of the files ``pattern`` matches, sorted by path (directories
+    left out): the sizes come with the listing, so nobody needs to ask for them again."""
     from apache_beam.io.filesystems import FileSystems
 
     local = "://" not in pattern
@@ -51,10 +57,8 @@ def match(pattern: str) -> list[str]:
     # matches are given back as written, without the "./".
     bare = local and not os.path.dirname(pattern)
     found = FileSystems.match([os.path.join(os.curdir, pattern) if bare else pattern])[0].metadata_list
-    paths = sorted(m.path[len(os.curdir) + 1:] if bare else m.path for m in found)
-    if local:
-        paths = [p for p in paths if not os.path.isdir(p)]
-    return paths
+    paths = sorted((m.path[len(os.curdir) + 1:] if bare else m.path, m.size_in_bytes) for m in found)
+    return {p: size for p, size in paths if not (local and os.path.isdir(p))}
 
 
 def expand(config: BuildConfig, options=None) -> BuildConfig:
@@ -63,6 +67,33 @@ def expand(config: BuildConfig, options=None) -> BuildConfig:
     storage the patterns name (``--s3_endpoint_url``, ...)."""
     if not has_patterns(config):
         return config
+    return _expand(config, options, {})
+
+
+def expand_sizes(config: BuildConfig, options=None) -> tuple[BuildConfig, dict]:
+    """:func:`expand`, and ``{path: size, or None if missing}`` of every input file.
+
+    A build needs each input's size for its checks, its choice of local mode, its
+    progress total and its block list; on a bucket each round of asking is a listing
+    or a request per file, so the launcher asks once, here: a pattern's matches come
+    with their sizes, named files are asked together (``storage.sizes_or_none``).
+    What a worker reads is still checked by reading it (the fingerprint hashes the
+    bytes read), so a file that changes after this listing is found as before."""
+    from . import storage
+
+    sizes: dict = {}
+    if has_patterns(config):
+        config = _expand(config, options, sizes)
+    else:
+        storage.configure(options)
+    named = [f.path for f in config.files if f.path not in sizes]
+    if named:
+        sizes.update(storage.sizes_or_none(named))
+    return config, sizes
+
+
+def _expand(config: BuildConfig, options, sizes: dict) -> BuildConfig:
+    """:func:`expand`, adding each match's size (from the listing) to ``sizes``."""
     from . import storage
 
     storage.configure(options)
@@ -70,7 +101,12 @@ def expand(config: BuildConfig, options=None) -> BuildConfig:
     members: dict[int, list[int]] = {out.index: [] for out in config.outputs}
     entry_of: dict[str, FileSpec] = {}     # each file -> the entry that gave it first
     for spec in config.files:
-        paths = match(spec.path) if is_pattern(spec.path) else [spec.path]
+        if is_pattern(spec.path):
+            found = match_sizes(spec.path)
+            sizes.update(found)
+            paths = list(found)
+        else:
+            paths = [spec.path]
         if not paths:
             raise errors.MintDimFileNotFoundError(context="source", path=spec.path)
         for path in paths:

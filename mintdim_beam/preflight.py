@@ -72,15 +72,16 @@ def check_schemes(config: BuildConfig) -> None:
 
 
 def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
-          interactive: Optional[bool] = None, claim: bool = True) -> Preflight:
+          interactive: Optional[bool] = None, claim: bool = True, sizes: Optional[dict] = None) -> Preflight:
     """Run every launch-time check; raise the spec's error for the first failure.
 
     On success every output directory exists and is claimed for this build
     (``config.run_id``); on failure nothing was written. ``claim=False`` leaves the
     claim to the caller (:func:`claim_outputs`), which the launcher takes right before
     the build starts, so that nothing in between can fail and leave a claim behind.
+    ``sizes``: the inputs as the launcher listed them (``check_inputs``).
     """
-    check_paths(config)
+    check_paths(config, sizes)
     loaded: dict = {}
     digests: dict = {}
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
@@ -107,9 +108,9 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
 # --------------------------------------------------------------------------- paths
 
 
-def check_paths(config: BuildConfig) -> None:
+def check_paths(config: BuildConfig, sizes: Optional[dict] = None) -> None:
     """Inputs, tokenizers and outputs, before any work (see the module docstring)."""
-    check_inputs(config)
+    check_inputs(config, sizes)
     outputs = {key: path for path, key in check_outputs_apart(config)}
     inputs = [("source", f.path) for f in config.files]
     inputs += [("tokenizer", t.path) for t in dict.fromkeys(f.tokenizer for f in config.files)]
@@ -144,16 +145,22 @@ def check_outputs_apart(config: BuildConfig) -> list:
     return outputs
 
 
-def check_inputs(config: BuildConfig) -> None:
-    """Every input and tokenizer file exists and, locally, is a readable regular file."""
+def check_inputs(config: BuildConfig, sizes: Optional[dict] = None) -> None:
+    """Every input and tokenizer file exists and, locally, is a readable regular file.
+
+    ``sizes``: ``{path: size or None}`` the launcher already listed
+    (``patterns.expand_sizes``): a remote input found there is not asked for again."""
+    known = sizes or {}
     remote = [f.path for f in config.files if not storage.is_local(f.path)]
-    if len(remote) > 1:   # asked for together (folders listed), not one round trip after another
-        found = storage.sizes_or_none(remote)
-        missing = next((p for p in (f.path for f in config.files) if p in found and found[p] is None), None)
-        if missing is not None:
-            raise errors.MintDimFileNotFoundError(context="source", path=missing)
+    found = {p: known[p] for p in remote if p in known}
+    asked = [p for p in remote if p not in found]
+    if len(asked) > 1:   # asked for together (folders listed), not one round trip after another
+        found.update(storage.sizes_or_none(asked))
+    missing = next((p for p in (f.path for f in config.files) if p in found and found[p] is None), None)
+    if missing is not None:
+        raise errors.MintDimFileNotFoundError(context="source", path=missing)
     for spec in config.files:
-        if storage.is_local(spec.path) or len(remote) <= 1:
+        if storage.is_local(spec.path) or spec.path not in found:
             _check_input("source", spec.path)
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
         _check_input("tokenizer", spec.path)

@@ -215,9 +215,16 @@ def sizes_or_none(paths: list[str], threads: int = 8) -> dict:
     return found
 
 
-def sizes(paths: list[str]) -> list[int]:
-    """The sizes of many files (see :func:`sizes_or_none`); a missing one is an error."""
-    found = sizes_or_none(paths)
+def sizes(paths: list[str], known: dict | None = None) -> list[int]:
+    """The sizes of many files (see :func:`sizes_or_none`); a missing one is an error.
+
+    ``known``: ``{path: size or None}`` already listed (``patterns.expand_sizes``): those
+    paths are not asked again, so a build lists its inputs once, not once per step."""
+    known = known or {}
+    found = {p: known[p] for p in paths if p in known}
+    asked = [p for p in paths if p not in found]
+    if asked:
+        found.update(sizes_or_none(asked))
     missing = [p for p in paths if found[p] is None]
     if missing:
         raise FileNotFoundError(missing[0])

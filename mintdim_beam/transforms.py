@@ -146,7 +146,9 @@ class UnitBuild(beam.PTransform):
     checks (``preflight.check``) before constructing it; ``mintdim_beam.run`` does.
 
     ``input_digests`` (path -> (size, sha256)) lets a launcher that has already hashed
-    the input and tokenizer files skip the ``HashInputs`` step.
+    the input and tokenizer files skip the ``HashInputs`` step. ``input_sizes`` (path
+    -> size): the inputs as the launcher listed them, for the block list, so that they
+    are not asked for again (the others are asked for here).
 
     ``pipeline_blocks``: let the encoder overlap the blocks of a bundle (a block's
     summary then may leave in ``finish_bundle``). Worth about a tenth of the encoding
@@ -169,7 +171,8 @@ class UnitBuild(beam.PTransform):
 
     def __init__(self, config: BuildConfig, build_info: dict | None = None,
                  input_digests: dict | None = None, pipeline_blocks: bool = False,
-                 word_encoder: bool = True, encode_sharers: Optional[int] = None):
+                 word_encoder: bool = True, encode_sharers: Optional[int] = None,
+                 input_sizes: dict | None = None):
         super().__init__()
         self._config = config
         self._build_info = build_info or {}
@@ -177,6 +180,7 @@ class UnitBuild(beam.PTransform):
         self._pipeline_blocks = pipeline_blocks
         self._word_encoder = word_encoder
         self._encode_sharers = encode_sharers
+        self._input_sizes = input_sizes
 
     def _sharers(self, pbegin) -> int:
         if self._encode_sharers is not None:
@@ -189,7 +193,7 @@ class UnitBuild(beam.PTransform):
         config = self._config
         shared = Shared()
         fs = storage.filesystem_options(pbegin.pipeline.options)
-        groups = blocks.plan_groups(config)
+        groups = blocks.plan_groups(config, self._input_sizes)
         refs = [ref for group in groups for ref in group.blocks]
         input_bytes = {o.index: 0 for o in config.outputs}
         for r in refs:

@@ -738,3 +738,58 @@ def test_a_local_build_to_remote_storage_shows_progress_and_the_summary(s3_remot
     assert len(summary) == 1 and f"{progress.format_size(total)} read at" in summary[0]
     on_store = sum(len(b) for d in ("instructions", "chat") for b in s3_remote.download_tree(f"{out}/{d}").values())
     assert summary[0].endswith(f"tokens/s, {progress.format_size(on_store)} on disk")
+
+
+# --------------------------------------------------------------------------- input listing
+
+
+def _input_requests(requests, folder_key: str) -> tuple:
+    """The build's listings of ``folder_key`` (not the one-key access probe) and its
+    HEADs of objects below it, from the server's log."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    listings, heads = 0, []
+    for method, target in requests:
+        parts = urlsplit(target)
+        query = parse_qs(parts.query)
+        prefix = query.get("prefix", [None])[0]
+        if method == "GET" and prefix is not None and prefix.startswith(folder_key) \
+                and query.get("max-keys") != ["1"]:
+            listings += 1
+        elif method == "HEAD" and unquote(parts.path).lstrip("/").startswith(f"{BUCKET}/{folder_key}"):
+            heads.append(unquote(parts.path))
+    return listings, heads
+
+
+def test_a_build_lists_its_inputs_once(s3_remote, tmp_path):
+    """A pattern's folder is listed once by the whole launcher (expansion, checks, local
+    mode, progress total, block list), and a few named files are asked for once each,
+    not once per step; the output is that of the same files built locally."""
+    rng = random.Random(11)
+    local_in = tmp_path / "in"
+    files = [write_jsonl(local_in / f"part-{i:03d}.jsonl", textgen.instruction_records(rng, 6)) for i in range(24)]
+    named = [write_jsonl(tmp_path / "few" / f"named-{i}.jsonl", textgen.instruction_records(rng, 5)) for i in range(3)]
+    tag = f"listing-{uuid.uuid4().hex[:6]}"
+    for f in files:
+        s3_remote.upload(f, f"{tag}/in/{Path(f).name}")
+    remote_named = [s3_remote.upload(f, f"{tag}/few/{Path(f).name}") for f in named]
+    tokenizer = s3_remote.upload(str(TESTDATA / "sp_unigram.model"), f"{tag}/tok/sp_unigram.model")
+    job = dict(fields=[["instruction", "input", "output"]], templates=["{instruction}\n{input}\n{output}"],
+               tokenizer_kind=SP, sizes=[[48, 96]], samples_per_shard=[16], on_overflow="extend")
+    want = tmp_path / "local"
+    run_pipeline(files=files + named, tokenizer_files=[str(TESTDATA / "sp_unigram.model")],
+                 output_dirs=[str(want)], block_size=1024, **job)
+
+    got = tmp_path / "remote"
+    key = f"{s3_remote.root[len('s3://'):]}/{tag}".split("/", 1)[1]
+    before = len(s3_remote.requests())
+    run_pipeline(files=[f"{s3_remote.root}/{tag}/in/part-*.jsonl", *remote_named], tokenizer_files=[tokenizer],
+                 output_dirs=[str(got)], block_size=1024, options=s3_remote.options, **job)
+    during = s3_remote.requests()[before:]
+    assert _input_requests(during, f"{key}/in/")[0] == 1
+    listings, heads = _input_requests(during, f"{key}/few/")
+    assert listings == 0 and len(heads) <= 2 * len(named)   # exists and size, once
+
+    shards = sorted(p.relative_to(want).as_posix() for p in want.rglob("*.bin"))
+    assert shards and shards == sorted(p.relative_to(got).as_posix() for p in got.rglob("*.bin"))
+    assert all((want / name).read_bytes() == (got / name).read_bytes() for name in shards)
