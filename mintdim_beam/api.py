@@ -143,6 +143,35 @@ def job_file_error(problem: str, problem_vi: str) -> errors.PipelineValidationEr
     )
 
 
+def _unique_keys(pairs) -> dict:
+    """A JSON object, or a ValueError for a key given twice (the last one used to win
+    silently: a second ``run`` section replaced the first one's policies)."""
+    found: dict = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} appears twice in one mapping")
+        found[key] = value
+    return found
+
+
+def _load_yaml(text: str):
+    """``yaml.safe_load``, refusing a key given twice in one mapping."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} appears twice in one mapping", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=UniqueKeyLoader)
+
+
 def load_job_file(path: str) -> tuple[JobSpec, dict]:
     """Parse a YAML/JSON job file into a JobSpec and the ``run`` section."""
     if not os.path.exists(path):
@@ -158,11 +187,9 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
                              f"không đọc được job file {path} dưới dạng văn bản UTF-8: {exc}") from None
     try:
         if path.endswith(".json"):
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
         else:
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = _load_yaml(text)
     except Exception as exc:
         raise job_file_error(f"job file {path} could not be parsed: {exc}",
                              f"không parse được job file {path}: {exc}") from None

@@ -163,6 +163,27 @@ def test_a_tokenizer_given_two_ways_is_refused(tmp_path, capsys, tokenizer, give
     assert main(["build", _write_job(tmp_path, tokenizer=f'  type: sentencepiece\n  files: ["{TOKENIZER}"]\n')]) == 0
 
 
+@pytest.mark.parametrize("kind", ["yaml", "json"])
+def test_a_key_given_twice_in_a_job_file_is_refused(tmp_path, capsys, kind):
+    """A second ``run`` section used to replace the first silently (its policies lost)."""
+    if kind == "yaml":
+        job = _write_job(tmp_path, run="  on_overflow: truncate\n  on_template_unk: continue\n")
+        text = Path(job).read_text(encoding="utf-8") + "run:\n  on_overflow: abort\n"
+    else:
+        job = str(tmp_path / "job.json")
+        data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+        text = (f'{{"source": {{"files": ["{data}"], "fields": [["q", "a"]], "templates": ["{{q}} {{a}}"]}}, '
+                f'"tokenizer": {{"sentencepiece": ["{TOKENIZER}"]}}, '
+                f'"units": {{"sizes": [[16, 64]], "build_batch": [4]}}, '
+                f'"output": {{"dir": "{tmp_path / "out"}", "samples_per_shard": [2]}}, '
+                f'"run": {{"on_overflow": "truncate", "on_overflow": "abort", "on_template_unk": "continue"}}}}')
+    Path(job).write_text(text, encoding="utf-8")
+    english, vietnamese = _refused(capsys, ["build", job], "PipelineValidationError",
+                                   f"job file {job} could not be parsed",
+                                   f"the key {'run' if kind == 'yaml' else 'on_overflow'!r} appears twice in one mapping")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("key", ["versioned", "skip_unchanged"])
 @pytest.mark.parametrize("value", ['"false"', '"no"', "0", '"true"'])
 def test_booleans_given_as_strings_or_numbers_are_refused(tmp_path, capsys, key, value):
