@@ -71,10 +71,21 @@ def version_text() -> str:
     return f"mintdim-beam {__version__} (apache-beam {beam}, Python {platform.python_version()})"
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(value: str) -> str:
+    """A logging level name, any case; a typo used to fall back to ERROR unsaid."""
+    if str(value).upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"invalid level {value!r} (choose from {', '.join(LOG_LEVELS)})")
+    return str(value).upper()
+
+
 def add_log_level(parser: argparse.ArgumentParser, subcommand: bool = False) -> None:
     """``--log-level``, before or after the subcommand. A subcommand's copy has no default
     of its own: argparse would let it replace the value given before the subcommand."""
-    parser.add_argument("--log-level", default=argparse.SUPPRESS if subcommand else "ERROR", metavar="LEVEL",
+    parser.add_argument("--log-level", type=_log_level,
+                        default=argparse.SUPPRESS if subcommand else "ERROR", metavar="LEVEL",
                         help="Python logging level for Beam and the build: DEBUG, INFO, WARNING, ERROR "
                              "(default: ERROR)")
 

@@ -313,6 +313,15 @@ def test_log_level_before_or_after_the_command():
     assert parser.parse_known_args(["verify", "d"])[0].log_level == "ERROR"
 
 
+@pytest.mark.parametrize("argv", [["--log-level", "bogus", "verify", "d"], ["build", "job.yaml", "--log-level=VERBOSE"]])
+def test_an_unknown_log_level_is_a_usage_error(capsys, argv):
+    """``--log-level bogus`` used to fall back to ERROR without a word."""
+    assert main(argv) == 64
+    err = capsys.readouterr().err
+    assert "argument --log-level: invalid level" in err and "choose from DEBUG, INFO, WARNING, ERROR, CRITICAL" in err
+    assert main(["verify", "--log-level", "debug", "--help"]) == 0
+
+
 def test_demo_help_names_the_demos_own_policies(capsys):
     assert main(["demo", "--help"]) == 0
     options = dict(_help_entries(capsys.readouterr().out, "options"))
