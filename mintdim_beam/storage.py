@@ -208,11 +208,24 @@ def sizes_or_none(paths: list[str], threads: int = 8) -> dict:
         from concurrent.futures import ThreadPoolExecutor
 
         def one(p):
-            return size(p) if exists(p) else None
+            return _s3_size_or_none(p) if _is_s3(p) else size(p) if exists(p) else None
 
         with ThreadPoolExecutor(max_workers=max(1, min(threads, len(rest))), thread_name_prefix="sizes") as pool:
             found.update(zip(rest, pool.map(one, rest)))
     return found
+
+
+def _s3_size_or_none(path: str):
+    """An ``s3://`` object's size, or None if it does not exist: one HEAD, where
+    ``exists`` then ``size`` are two."""
+    from apache_beam.io.aws.clients.s3 import messages
+
+    try:
+        return _s3().size(path)
+    except messages.S3ClientError as exc:
+        if exc.code == 404:
+            return None
+        raise
 
 
 def sizes(paths: list[str], known: dict | None = None) -> list[int]:

@@ -29,6 +29,8 @@ import pytest
 
 from conftest import TESTDATA, DirectTokenizer, build_and_compare, run_pipeline, write_jsonl
 
+from mintdim_beam.errors import MintDimFileNotFoundError
+
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
 
@@ -793,3 +795,13 @@ def test_a_build_lists_its_inputs_once(s3_remote, tmp_path):
     shards = sorted(p.relative_to(want).as_posix() for p in want.rglob("*.bin"))
     assert shards and shards == sorted(p.relative_to(got).as_posix() for p in got.rglob("*.bin"))
     assert all((want / name).read_bytes() == (got / name).read_bytes() for name in shards)
+
+    # Asked for in one round (one HEAD each), a missing named file is still the
+    # missing-file error naming it, before anything is written.
+    missing = f"{s3_remote.root}/{tag}/few/named-9.jsonl"
+    with pytest.raises(MintDimFileNotFoundError) as info:
+        run_pipeline(files=[*remote_named[:2], missing, remote_named[2]], tokenizer_files=[tokenizer],
+                     output_dirs=[str(tmp_path / "never")], options=s3_remote.options, **job)
+    assert info.value.context == "source" and info.value.path == missing
+    assert missing in str(info.value) and "[vietnam]" in str(info.value)
+    assert not (tmp_path / "never").exists()
