@@ -482,9 +482,9 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     config = resolve(spec, policies, block_size)
     preflight.check_schemes(config)
     storage_access.check([f.path for f in config.files] + [f.tokenizer.path for f in config.files], beam_args)
-    config = patterns.expand(config, beam_args)      # as the build expands them
-    preflight.check_inputs(config)                   # regular files: a FIFO would block for good
-    found = length_histograms(config, options=beam_args)
+    config, sizes = patterns.expand_sizes(config, beam_args)    # as the build expands (and lists) them
+    preflight.check_inputs(config, sizes)            # regular files: a FIFO would block for good
+    found = length_histograms(config, options=beam_args, sizes=sizes)
     plans = []
     for out in config.outputs:
         hist, bad = found[out.index]

@@ -474,12 +474,15 @@ def shard_lines(result: BuildResult) -> list[str]:
 # --------------------------------------------------------------------------- plan
 
 
-def length_histograms(config: BuildConfig, runner=None, options=None, workdir: Optional[str] = None) -> dict:
+def length_histograms(config: BuildConfig, runner=None, options=None, workdir: Optional[str] = None,
+                      sizes: Optional[dict] = None) -> dict:
     """``{output index: (LengthHistogram, bad_records)}`` of a job, by running its
     tokenization (``transforms.CountTokenLengths``) without building it.
 
     The merged counts are written as small JSON files under ``workdir`` (a temporary
     directory by default; give a shared path on a distributed runner), then read back.
+    ``sizes``: the inputs' sizes already listed (``patterns.expand_sizes``), for the
+    block list.
     """
     import shutil
     import tempfile
@@ -496,7 +499,7 @@ def length_histograms(config: BuildConfig, runner=None, options=None, workdir: O
     try:
         with beam.Pipeline(runner=runner_obj, options=opts) as p:
             _ = (p
-                 | "CountTokenLengths" >> CountTokenLengths(config)
+                 | "CountTokenLengths" >> CountTokenLengths(config, sizes)
                  | "WriteHistograms" >> beam.Map(_write_histogram, workdir))
         out = {}
         for o in config.outputs:

@@ -255,19 +255,21 @@ class CountTokenLengths(beam.PTransform):
     the ``skip`` overflow policy: every sample overflows, so no record is laid out,
     and the encoder still reports each sample's exact token count. Bad records are
     skipped and counted. Emits ``(output index, ({length: count}, bad_records))``,
-    one element per output, merged by ``unit_planner.merge_counts``.
+    one element per output, merged by ``unit_planner.merge_counts``. ``input_sizes``:
+    the inputs' sizes as already listed, for the block list (as ``UnitBuild``'s).
     """
 
-    def __init__(self, config: BuildConfig):
+    def __init__(self, config: BuildConfig, input_sizes: dict | None = None):
         super().__init__()
         self._config = config
+        self._input_sizes = input_sizes
 
     def expand(self, pbegin):
         from .unit_planner import merge_counts
 
         fs = storage.filesystem_options(pbegin.pipeline.options)
         return (pbegin
-                | "ListBlocks" >> beam.Create(blocks.plan_blocks(self._config))
+                | "ListBlocks" >> beam.Create(blocks.plan_blocks(self._config, self._input_sizes))
                 | "CountTokens" >> beam.ParDo(_CountTokensFn(self._config, fs))
                 | "MergeHistograms" >> beam.CombinePerKey(merge_counts))
 

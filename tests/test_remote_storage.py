@@ -790,11 +790,24 @@ def test_a_build_lists_its_inputs_once(s3_remote, tmp_path):
     during = s3_remote.requests()[before:]
     assert _input_requests(during, f"{key}/in/")[0] == 1
     listings, heads = _input_requests(during, f"{key}/few/")
-    assert listings == 0 and len(heads) <= 2 * len(named)   # exists and size, once
+    assert listings == 0 and len(heads) == len(named)   # one HEAD each: size, and so existence
 
     shards = sorted(p.relative_to(want).as_posix() for p in want.rglob("*.bin"))
     assert shards and shards == sorted(p.relative_to(got).as_posix() for p in got.rglob("*.bin"))
     assert all((want / name).read_bytes() == (got / name).read_bytes() for name in shards)
+
+    # The plan command lists them once too (its check, and the blocks it tokenizes).
+    from mintdim_beam.cli import main
+
+    plan_job = dict(job, files=[f"{s3_remote.root}/{tag}/in/part-*.jsonl", *remote_named],
+                    tokenizer_files=[tokenizer], on_template_unk="abort", on_bad_record="abort")
+    job_file = _job_file(tmp_path / "job.json", plan_job, [str(tmp_path / "planned")])
+    before = len(s3_remote.requests())
+    assert main(["plan", job_file, *s3_remote.options]) == 0
+    during = s3_remote.requests()[before:]
+    assert _input_requests(during, f"{key}/in/")[0] == 1
+    listings, heads = _input_requests(during, f"{key}/few/")
+    assert listings == 0 and len(heads) == len(named)
 
     # Asked for in one round (one HEAD each), a missing named file is still the
     # missing-file error naming it, before anything is written.
