@@ -51,6 +51,52 @@ def plan_blocks(config: BuildConfig, sizes: Optional[dict] = None) -> list[Block
     return refs
 
 
+def busy_blocks(config: BuildConfig, sizes: Optional[dict] = None, enough: int = 2) -> int:
+    """How many blocks own a line (:func:`plan_blocks`), counted up to ``enough``.
+
+    A file's first block owns its first line when the file is not empty, and a
+    compressed file's one block counts once. A later block owns a line when a line
+    starts inside it: from the end of a block that owns one, the file is read up to the
+    next newline, so a normal file is decided by reading one line, and a file of one
+    huge line by reading it (as the build does anyway). Used to run the local default
+    on worker processes only when at least two blocks have work (one huge line is one
+    busy block: a second process would only add its fixed cost).
+    """
+    count = 0
+    for spec, total in zip(config.files, storage.sizes([f.path for f in config.files], sizes)):
+        if total <= 0:
+            continue
+        count += 1
+        if count >= enough:
+            return count
+        if storage.is_compressed(spec.path):
+            continue
+        with storage.open_read(spec.path) as f:
+            at = config.block_size - 1      # the last byte of block 0
+            while at < total - 1:
+                f.seek(at)
+                newline = _next_newline(f, at)
+                if newline < 0 or newline >= total - 1:
+                    break   # no line starts after it
+                count += 1   # the line starting at newline + 1 belongs to that byte's block
+                if count >= enough:
+                    return count
+                at = ((newline + 1) // config.block_size + 1) * config.block_size - 1
+    return count
+
+
+def _next_newline(f, at: int) -> int:
+    """The offset of the first newline at or after ``at`` (``f`` positioned there), or -1."""
+    while True:
+        more = f.read(_READ_AHEAD)
+        if not more:
+            return -1
+        cut = more.find(b"\n")
+        if cut >= 0:
+            return at + cut
+        at += len(more)
+
+
 def group_blocks(config: BuildConfig, refs: list) -> list:
     """``refs`` (``plan_blocks``' order) as encode groups, in the same order.
 

@@ -160,7 +160,8 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
     rest of the Python work (parsing, UNK audit, index rows, HF ids) shares one GIL.
     Worker processes share nothing but cost Beam's start-up and shut-down of each
     (Beam's trivial pipeline on two cores: about 1 s in memory, 4 s with two worker
-    processes), which a large input repays.
+    processes), which a large input repays, when at least two blocks own a line: one
+    huge line is one block's work, which a second process cannot share.
     Output bytes are the same either way. The choice is made through Beam's own
     ``DirectOptions``. ``flags``: the list of flags the user gave, where the mode is
     left open unless it names ``--direct_running_mode`` or ``--direct_num_workers``
@@ -176,6 +177,8 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
     if any(name in named for name in LOCAL_MODE_FLAGS):
         return
     processes = default_processes(sum(storage.sizes([f.path for f in config.files], sizes)))
+    if processes and blocks.busy_blocks(config, sizes) < 2:
+        processes = 0   # one block owns every line (one huge line): one process does all the work
     if processes:
         direct = opts.view_as(DirectOptions)
         direct.direct_running_mode = "multi_processing"

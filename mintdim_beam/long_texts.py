@@ -40,6 +40,7 @@ added tokens next to a cut).
 
 from __future__ import annotations
 
+from array import array
 from typing import Optional, Sequence
 
 import numpy as np
@@ -109,12 +110,18 @@ class PieceEncoder:
             yield [a for a, _ in group], [text[a:b] for a, b in group]
 
     def ids(self, text: str) -> np.ndarray:
-        """The ids of ``text`` (int64), as the tokenizer encodes the whole text."""
-        parts = []
+        """The ids of ``text`` (int32), as the tokenizer encodes the whole text."""
+        out = array("i")
+        self.append_ids(text, out)
+        return np.frombuffer(out, dtype=np.intc)
+
+    def append_ids(self, text: str, out: array) -> None:
+        """Append the ids of ``text`` to ``out`` (a C ``int`` array: ids are far below
+        2^31), piece by piece: the text's ids exist once, in an array that grows in
+        place and that numpy views without a copy."""
         for _, pieces in self._groups(text):
-            parts.extend(np.asarray(e.ids, dtype=np.int64)
-                         for e in self._fast(pieces, add_special_tokens=False))
-        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            for e in self._fast(pieces, add_special_tokens=False):
+                out.extend(e.ids)
 
     def substrings_at(self, text: str, positions: Sequence[int]) -> list:
         """The text of the token at each of ``positions`` of ``text``'s ids."""

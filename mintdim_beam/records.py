@@ -35,6 +35,19 @@ from .tokenizers import Positions, Tokenizer
 from .unk_rows import CharColumn
 
 
+#: Ids compared at a time when looking for UNK (``_where``).
+_COMPARE_STEP = 1 << 20
+
+
+def _where(flat: np.ndarray, value: int) -> np.ndarray:
+    """Positions of ``value`` in ``flat``, a slice at a time: a huge sample's ids are not
+    doubled by a mask of their size."""
+    if len(flat) <= _COMPARE_STEP:
+        return np.flatnonzero(flat == value)
+    return np.concatenate([np.flatnonzero(flat[a:a + _COMPARE_STEP] == value) + a
+                           for a in range(0, len(flat), _COMPARE_STEP)])
+
+
 class _Done:
     """An already computed result with the ``Future.result()`` interface."""
 
@@ -188,7 +201,7 @@ class BlockEncoder:
         token). Both passes release the GIL, so they overlap the parsing of later slices.
         """
         flat, lengths = self._encode_present(texts)
-        hits = np.flatnonzero(flat == self.tok.unk_id)
+        hits = _where(flat, self.tok.unk_id)
         if not len(hits):
             return flat, lengths, hits, hits, CharColumn()
         starts = np.cumsum(lengths) - lengths

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from array import array
 from collections import abc
 from itertools import chain
 from typing import Sequence
@@ -348,19 +349,27 @@ class HuggingFaceTokenizer(Tokenizer):
             if self._long_words is not None or self._pieces is not None else []
         if not long:
             return self._encode_short(texts)
-        ids: list = [None] * len(texts)
+        # Every text's ids are appended to one C int array (ids are far below 2^31),
+        # which numpy views without a copy: a long text's ids are written once, window
+        # by window, and never joined to the others' in another copy.
+        out = array("i")
+        lengths = np.zeros(len(texts), np.int64)
         short = [i for i in range(len(texts)) if len(texts[i]) < LONG_TEXT_CHARS]
+        parts: dict = {}
         if short:
-            flat, lengths = self._encode_short([texts[i] for i in short])
-            for i, part in zip(short, np.split(flat, np.cumsum(lengths)[:-1])):
-                ids[i] = part
-        for i in long:
-            found = self._long_words.encode_long(texts[i]) if self._long_words is not None else None
-            if found is None and self._pieces is not None:
-                found = self._pieces.ids(texts[i])
-            ids[i] = found if found is not None else self._encode_whole([texts[i]])[0]
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        return np.concatenate(ids), lengths   # one copy, in the widest dtype of the parts
+            flat, some = self._encode_short([texts[i] for i in short])
+            parts = dict(zip(short, np.split(flat, np.cumsum(some)[:-1])))
+        for i, text in enumerate(texts):
+            before = len(out)
+            if i in parts:
+                out.frombytes(parts.pop(i).astype(np.intc).tobytes())
+            elif not (self._long_words is not None and self._long_words.append_long(text, out)):
+                if self._pieces is not None:
+                    self._pieces.append_ids(text, out)
+                else:
+                    out.frombytes(self._encode_whole([text])[0].astype(np.intc).tobytes())
+            lengths[i] = len(out) - before
+        return np.frombuffer(out, dtype=np.intc), lengths
 
     def _encode_short(self, texts):
         if self._words is not None:

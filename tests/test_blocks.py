@@ -71,3 +71,42 @@ def test_many_json_lines_any_block(tmp_path):
     path.write_bytes(raw)
     for block in (5, 97, 1024):
         assert _all_lines(path, len(raw), block) == rows
+
+
+def _config(tmp_path, paths):
+    from mintdim_beam import pipeline
+    from tests.test_records import TOKENIZER
+
+    return (pipeline("unit-build").source.jsonl(files=[str(p) for p in paths], fields=[["a"]], templates=["{a}"])
+            .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8]], build_batch=[4])
+            .output.dir(str(tmp_path / "out"), samples_per_shard=[10]).config(block_size=1024))
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a": "' + b"x" * 5000 + b'"}\n',                                  # one huge line: one busy block
+    b'{"a": "' + b"x" * 5000 + b'"}',                                    # without its newline
+    b'{"a": "' + b"x" * 5000 + b'"}\n{"a": "y"}\n',                      # a small line after it
+    b'{"a": "' + b"x" * 1017 + b'"}\n{"a": "y"}\n',                      # the next line starts a block
+    b"".join(b'{"a": "%d"}\n' % i for i in range(1000)),                 # many lines
+    b"",
+], ids=["one-huge-line", "no-final-newline", "small-line-after", "next-line-at-block-start", "many-lines", "empty"])
+def test_busy_blocks_counts_the_blocks_that_own_a_line(tmp_path, raw):
+    from mintdim_beam.blocks import busy_blocks, plan_blocks
+
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(raw)
+    config = _config(tmp_path, [path])
+    owning = sum(1 for r in plan_blocks(config) if read_block_lines(str(path), r.start, r.end)[0])
+    assert busy_blocks(config, enough=1000) == owning
+    assert busy_blocks(config) == min(owning, 2)
+
+
+def test_busy_blocks_counts_every_file(tmp_path):
+    from mintdim_beam.blocks import busy_blocks
+
+    paths = [tmp_path / "empty.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    paths[0].write_bytes(b"")
+    paths[1].write_bytes(b'{"a": "' + b"x" * 5000 + b'"}\n')
+    assert busy_blocks(_config(tmp_path, paths[:2])) == 1
+    paths[2].write_bytes(b'{"a": "y"}\n')
+    assert busy_blocks(_config(tmp_path, paths)) == 2

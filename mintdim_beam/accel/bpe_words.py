@@ -429,22 +429,31 @@ class ByteLevelWords:
         return flat, lengths
 
     def encode_long(self, text: str, window: int = LONG_WINDOW) -> Optional[np.ndarray]:
-        """The ids of one long text as ``encode_batch`` gives them, or None when the
-        tokenizer must encode it whole.
+        """The ids of one long text as ``encode_batch`` gives them (int32), or None when
+        the tokenizer must encode it whole (:meth:`append_long`)."""
+        out = array("i")
+        return np.frombuffer(out, dtype=_IDS_DTYPE) if self.append_long(text, out, window) else None
+
+    def append_long(self, text: str, out: array, window: int = LONG_WINDOW) -> bool:
+        """Append the ids of one long text to ``out`` (a C ``int`` array) as
+        ``encode_batch`` gives them; False (nothing appended) when the tokenizer must
+        encode it whole.
 
         The text is cut into windows at chunk starts, so its list of chunks (about 60
         bytes a word) never exists whole: the chunks of the text are the windows'
-        chunks in order, each looked up in the same memo, so the ids are the same."""
+        chunks in order, each looked up in the same memo, so the ids are the same.
+        Each window's ids go straight to ``out``, which grows in place and which numpy
+        views without a copy: a huge text's ids exist once (as a list of parts joined
+        they existed twice, and once more joined to the other texts of its call)."""
         if self._direct(text):
-            return None
-        parts, start, n = [], 0, len(text)
+            return False
+        start, n = 0, len(text)
         while start < n:
             found = CHUNK_START.search(text, start + window) if start + window < n else None
             stop = found.start() if found is not None else n
-            parts.append(np.frombuffer(b"".join(map(self._chunks.__getitem__, self._cut(text[start:stop]))),
-                                       dtype=_IDS_DTYPE))
+            out.frombytes(b"".join(map(self._chunks.__getitem__, self._cut(text[start:stop]))))
             start = stop
-        return np.concatenate(parts) if parts else np.zeros(0, _IDS_DTYPE)
+        return True
 
     def _merge_direct(self, texts, direct_at, flat, lengths):
         tok = self._tokenizer
