@@ -77,7 +77,10 @@ def merge_slices(parts: list[dict], n_lines: int, n_segments: int) -> BlockResul
         res.records[s] = cat([p["records"][s] for p in parts if s in p["records"]])
     res.overflow_samples = cat([p["ovf_samples"] for p in parts])
     res.overflow_lengths = cat([p["ovf_lengths"] for p in parts]).reshape(-1, n_segments)
-    res.overflow_tokens = cat([p["ovf_tokens"] for p in parts])
+    # A block of one slice keeps its overflow tokens as they are (a huge sample's
+    # tokens are not copied again).
+    ovf = [p["ovf_tokens"] for p in parts]
+    res.overflow_tokens = ovf[0] if len(ovf) == 1 else cat(ovf)
     return res
 
 

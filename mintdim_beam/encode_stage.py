@@ -370,7 +370,7 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
             OverflowSample(int(s), int(c), int(o), tuple(int(x) for x in lens))
             for s, c, o, lens in zip(result.overflow_samples, sizes, offsets, result.overflow_lengths)
         )
-        sections["overflow"] = [storage.byte_view(result.overflow_tokens.astype(token_dtype))]
+        sections["overflow"] = [storage.byte_view(result.overflow_tokens.astype(token_dtype, copy=False))]
     meta = BlockResult(
         n_lines=result.n_lines, local_line=result.local_line, status=result.status,
         token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,

@@ -236,13 +236,17 @@ class SliceLayout:
         return source, src_starts
 
     def _gather_tokens(self, rows, lengths, seg_tokens, seg_offsets) -> np.ndarray:
-        """Concatenate the payload tokens of ``rows`` (sample-major, segment order)."""
+        """Concatenate the payload tokens of ``rows`` (sample-major, segment order), in
+        the tokenizer's storage dtype: the type they are spilled and written in (a huge
+        sample's tokens are copied once, at 2 or 4 bytes each, not as int64)."""
         pieces = []
         for r in rows:
             for j in range(self.n):
                 start = seg_offsets[j][r]
                 pieces.append(seg_tokens[j][start:start + lengths[r, j]])
-        return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+        if not pieces:
+            return np.zeros(0, np.int64)
+        return np.concatenate(pieces, dtype=self.tok.storage.numpy_dtype, casting="unsafe")   # ids fit it
 
     def _find_unk(self, good, base, written, gstatus, owner, local, hit_chars) -> UnkTable:
         """UNK rows for the samples that will be written, over the written payload.
