@@ -93,6 +93,8 @@ def read_json(path: str):
         raise ReaderError(f"{path}: file not found") from None
     except ValueError as exc:
         raise ReaderError(f"{path}: not valid JSON ({exc})") from None
+    except OSError as exc:   # a directory in its place, a link loop, ...
+        raise ReaderError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def iter_jsonl(path: str) -> Iterator[tuple[int, object]]:

@@ -483,3 +483,18 @@ def test_a_shard_that_cannot_be_opened_is_a_reader_error(tmp_path, capsys, damag
     assert f"{rel}: cannot be read ({why})" in err and "Traceback" not in err
     assert not (tmp_path / "x.parquet").exists()
     assert main(["verify", str(out)]) == 1
+
+
+def test_a_manifest_that_cannot_be_read_is_a_reader_error(tmp_path, capsys):
+    """A directory in place of manifest.json ended the reader in an IsADirectoryError."""
+    from mintdim_beam.consumer_cli import main
+    from mintdim_beam.reader import ReaderError, open_output
+
+    out = Path(make_dataset(tmp_path / "ds"))
+    (out / "manifest.json").unlink()
+    (out / "manifest.json").mkdir()
+    with pytest.raises(ReaderError, match="manifest.json: cannot be read \\(Is a directory\\)"):
+        open_output(str(out))
+    assert main(["inspect", str(out), "--sample-id", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json: cannot be read (Is a directory)" in err and "Traceback" not in err
