@@ -224,7 +224,10 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     sizes = None
     manifest_path = reader.join(base, reader.MANIFEST)
     if reader.exists(manifest_path):
-        sizes = (reader.read_json(manifest_path).get("units") or {}).get("sizes")
+        manifest = reader.read_json(manifest_path)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("units") or {}, dict):
+            raise reader.ReaderError(f"{manifest_path}: must hold a JSON object with a units object")
+        sizes = (manifest.get("units") or {}).get("sizes")
     info = {"source": index_path, "rows": len(index), "truncated_restored": adjusted["truncate"],
             "skipped_added": adjusted["skip"], "current_sizes": sizes}
     return LengthHistogram.from_counts(counts), info

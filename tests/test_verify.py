@@ -498,3 +498,15 @@ def test_a_manifest_that_cannot_be_read_is_a_reader_error(tmp_path, capsys):
     assert main(["inspect", str(out), "--sample-id", "0"]) == 2
     err = capsys.readouterr().err
     assert "manifest.json: cannot be read (Is a directory)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '{"units": [16]}'])
+def test_plan_of_a_dataset_whose_manifest_is_not_an_object(tmp_path, capsys, text):
+    """``plan DIR`` ended in "AttributeError: 'list' object has no attribute 'get'"."""
+    from mintdim_beam.cli import main
+
+    out = Path(make_dataset(tmp_path / "ds"))
+    (out / "manifest.json").write_text(text)
+    assert main(["plan", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json: must hold a JSON object with a units object" in err and "Traceback" not in err
