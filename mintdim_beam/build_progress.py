@@ -191,20 +191,36 @@ def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = No
     return state
 
 
-def closing_lines(result, runner_name, elapsed: float) -> list:
+def closing_lines(result, runner_name, elapsed: float, planned_bytes: Optional[int] = None) -> list:
     """The runner's counters (a remote runner's, when it reports them) and the summary:
     elapsed time, throughput, output size. [] if the figures cannot be had: the build
-    is already published, and a summary never fails it."""
+    is already published, and a summary never fails it.
+
+    ``planned_bytes``: the input bytes the launcher planned (:func:`planned_bytes`). A
+    finished build read each of them once, so they are the bytes read; a runner's
+    ``bytes_read`` counter serves only when they are not known, since some runners (Dask)
+    report no counters at all and a missing counter is not a zero."""
     try:
         lines = []
         if result.counters and not is_local(runner_name):
             lines.append(progress.counters_line(result.counters))
         tokens = sum(o.stats["total_tokens"] for o in result.outputs)
         on_disk = sum(output_bytes(o.path, sum(s.bytes for s in o.shards)) for o in result.outputs)
-        lines.append(progress.summary_line(elapsed, result.counters.get("bytes_read", 0), tokens, on_disk))
+        read = planned_bytes if planned_bytes is not None else result.counters.get("bytes_read")
+        lines.append(progress.summary_line(elapsed, read, tokens, on_disk))
         return lines
     except Exception:
         return []
+
+
+def planned_bytes(config: BuildConfig, sizes: Optional[dict]) -> Optional[int]:
+    """The input bytes of the build's block plan (a compressed file's compressed size),
+    from the sizes the launcher listed; None when one of them is not known."""
+    try:
+        known = [sizes[f.path] for f in config.files] if sizes is not None else [None]
+    except KeyError:
+        return None
+    return None if any(n is None for n in known) else sum(known)
 
 
 def output_bytes(path: str, shard_bytes: int = 0) -> int:

@@ -318,7 +318,8 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     result = dataclasses.replace(collect(config, build_info), counters=counters)
     for line in shard_lines(result):
         echo(line)
-    for line in build_progress.closing_lines(result, runner_name, time.time() - started):
+    planned = build_progress.planned_bytes(config, input_sizes)
+    for line in build_progress.closing_lines(result, runner_name, time.time() - started, planned):
         echo(line)
     return result
 

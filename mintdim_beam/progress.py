@@ -130,12 +130,14 @@ def progress_line(done: Figures, total: Figures, elapsed: float) -> str:
     return ", ".join(parts)
 
 
-def summary_line(elapsed: float, bytes_read: int, tokens: int, output_bytes: int) -> str:
-    """The closing line: how long, how fast, how much was written."""
+def summary_line(elapsed: float, bytes_read: Optional[int], tokens: int, output_bytes: int) -> str:
+    """The closing line: how long, how fast, how much was written. ``bytes_read`` None:
+    the input's size is not known, and the line says so rather than show a false zero."""
     rate = elapsed if elapsed > 0 else float("inf")
-    return (f"[unit-build] finished in {format_duration(elapsed)}: {format_size(bytes_read)} read at "
-            f"{format_rate_mb(bytes_read / rate)}, {format_count(tokens / rate)} tokens/s, "
-            f"{format_size(output_bytes)} on disk")
+    read = ("input size unknown" if bytes_read is None
+            else f"{format_size(bytes_read)} read at {format_rate_mb(bytes_read / rate)}")
+    return (f"[unit-build] finished in {format_duration(elapsed)}: {read}, "
+            f"{format_count(tokens / rate)} tokens/s, {format_size(output_bytes)} on disk")
 
 
 def counters_line(counters: dict) -> str:

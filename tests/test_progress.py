@@ -73,6 +73,22 @@ def test_summary_and_counters_lines():
         "[unit-build] counters: bytes_read=9 blocks_done=2 samples=3 tokens=5 x=1")
 
 
+def test_summary_of_a_runner_without_counters_shows_the_planned_bytes_not_a_false_zero(tmp_path):
+    """The Dask runner reports no counters: the summary takes the bytes the launcher
+    planned (every one was read by a finished build), or says the size is unknown."""
+    from mintdim_beam.launcher import BuildResult, OutputResult
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stats.json").write_bytes(b"x" * 2_100)
+    result = BuildResult(outputs=(OutputResult(str(out), {"total_tokens": 250_000}),), counters={})
+    lines = build_progress.closing_lines(result, "DaskRunner", 125.0, planned_bytes=1_000_000_000)
+    assert lines == ["[unit-build] finished in 2m05s: 1 GB read at 8.0 MB/s, 2k tokens/s, 2.1 kB on disk"]
+    unknown = build_progress.closing_lines(result, "DaskRunner", 125.0)
+    assert unknown == ["[unit-build] finished in 2m05s: input size unknown, 2k tokens/s, 2.1 kB on disk"]
+    assert progress.summary_line(125.0, None, 250_000, 2_100) == unknown[0]
+
+
 def test_figures_round_trip_through_the_spill_file_format():
     f = Figures(4_194_304, 1, 1234, 56789)
     assert Figures.from_json(f.to_json()) == f

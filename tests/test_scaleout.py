@@ -11,6 +11,7 @@ processes started by a fixture.
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -142,7 +143,7 @@ def test_dask_runner_gives_identical_bytes(corpus, dask_cluster, name, build_bat
     assert len(dofn_workers) >= 2
 
 
-def test_dask_runner_by_name_from_the_cli(corpus, dask_cluster, tmp_path):
+def test_dask_runner_by_name_from_the_cli(corpus, dask_cluster, tmp_path, capsys):
     """``mintdim-beam build job.yaml --runner DaskRunner --dask_client_address ...``."""
     from mintdim_beam.cli import main
 
@@ -161,6 +162,12 @@ def test_dask_runner_by_name_from_the_cli(corpus, dask_cluster, tmp_path):
     assert main(["build", str(path), "--runner", "DaskRunner",
                  "--dask_client_address", dask_cluster.scheduler_address]) == 0
     _assert_same(base, outputs)
+    # Dask reports no counters: the summary shows the bytes planned, not "0 B read".
+    from mintdim_beam import progress
+
+    summary = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[unit-build] finished in ")]
+    read = sum(os.path.getsize(f) for f in job["files"])
+    assert len(summary) == 1 and f": {progress.format_size(read)} read at " in summary[0], summary
 
 
 def test_dask_partitions_follow_the_cluster(tmp_path, dask_cluster):
