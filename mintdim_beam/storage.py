@@ -378,6 +378,8 @@ class _Decompressed:
     truncated file ends: a partly copied ``.gz`` would lose its tail and the build still
     succeed. Here every compressed stream must reach its end mark, corrupt data is an
     error, and concatenated streams (``cat a.gz b.gz``, multi-frame zstd) are read whole.
+    NUL bytes after a complete gzip member are padding (a tape-padded ``.gz``), skipped
+    as GNU gzip and Python's ``gzip`` skip them; any other trailing byte is corrupt data.
     """
 
     def __init__(self, raw, kind: str, chunk_size: int = 1 << 20):
@@ -387,6 +389,7 @@ class _Decompressed:
         self._pending = b""      # compressed bytes after a finished stream: the next one
         self._done = False
         self._error = None
+        self._members = 0        # complete streams read
 
     def _new_decoder(self):
         import bz2
@@ -419,6 +422,10 @@ class _Decompressed:
                 raise CompressedDataError(truncated=True)
             self._done = True
             return
+        if self._decoder is None and self._members and self._kind == CompressionTypes.GZIP:
+            data = data.lstrip(b"\x00")   # padding after a member, as Python's gzip reads it
+            if not data:
+                return
         if self._decoder is None:
             self._decoder = self._new_decoder()
         try:
@@ -427,6 +434,7 @@ class _Decompressed:
             raise CompressedDataError(truncated=False, detail=str(exc)) from None
         if self._decoder.eof:
             self._pending, self._decoder = self._decoder.unused_data, None
+            self._members += 1
 
     def read(self, size: int = -1) -> bytes:
         while not self._done and (size < 0 or len(self._out) < size):

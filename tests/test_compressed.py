@@ -242,6 +242,40 @@ def test_truncated_compressed_file_is_an_error(tmp_path, policy):
     assert_nothing_published(tmp_path / "out")
 
 
+def test_nul_padded_gzip_reads_as_the_reference_reads_it(tmp_path, plain_build):
+    """A tape-padded .gz (members followed by NUL bytes, here more than a read chunk of
+    them, and NULs between members too) is read as Python's gzip reads it."""
+    from mintdim_beam import storage
+
+    raw = _raw_corpus()
+    cut = raw.index(b"\n", len(raw) // 2) + 1
+    data = gzip.compress(raw[:cut]) + bytes(3) + gzip.compress(raw[cut:]) + bytes(3 << 20)
+    path = tmp_path / "padded.jsonl.gz"
+    path.write_bytes(data)
+    with storage.open_decompressed(str(path)) as f:
+        assert f.read() == gzip.decompress(data) == raw
+    build_and_compare(tmp_path, **_job([str(path)], tmp_path, "out"))
+    got = _without_source_file(str(tmp_path / "out"), {str(path): plain_build[0]})
+    want = _without_source_file(plain_build[1], {})
+    got.pop("manifest.json"), want.pop("manifest.json")
+    assert sorted(got) == sorted(want) and [name for name in got if got[name] != want[name]] == []
+
+
+@pytest.mark.parametrize("tail", [bytes(10) + b"garbage", b"\x00\x00\x1f\x8bnot a member"],
+                         ids=["garbage", "bad_member"])
+def test_gzip_with_other_trailing_bytes_stays_an_error(tmp_path, tail):
+    path = tmp_path / "tail.jsonl.gz"
+    path.write_bytes(gzip.compress(_raw_corpus()) + tail)
+    with pytest.raises(gzip.BadGzipFile):
+        gzip.decompress(path.read_bytes())
+    with pytest.raises(errors.SourceParseError) as info:
+        run_pipeline(**_job([str(path)], tmp_path, "out", on_bad_record="skip"))
+    assert (info.value.file, info.value.kind, info.value.truncated) == (str(path), "bad_compressed", False)
+    assert "data is corrupt" in info.value.english and "bị hỏng" in info.value.vietnamese
+    assert str(path) in info.value.english
+    assert_nothing_published(tmp_path / "out")
+
+
 @pytest.mark.parametrize("extension", [".bz2", ".zst", ".xz"])
 def test_corrupt_compressed_file_is_an_error(tmp_path, extension):
     data = bytearray(COMPRESSORS[extension](_raw_corpus()))
