@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,8 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTDATA = ROOT / "tests" / "testdata"
-BUCKET = "mintdim-bench"
-KEYS = ["--s3_access_key_id=testing", "--s3_secret_access_key=testing", "--s3_region_name=us-east-1"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from finalize import BUCKET, start_moto  # noqa: E402  (moto's S3 server, as the finalize benchmark starts it)
 COMMANDS = ("verify", "inspect", "plan", "report", "export", "reader")
 
 READER = """
@@ -59,35 +59,6 @@ def build_local(directory: Path, parts: int) -> str:
     job.run(on_overflow="truncate", on_template_unk="continue", on_bad_record="skip", index_layout="parts",
             block_size=block, echo=lambda *a: None, quiet=True)
     return str(out)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_moto(log: Path):
-    """moto's S3 server, logging every request to ``log``; (process, boto3 client, flags)."""
-    import boto3
-
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            client.create_bucket(Bucket=BUCKET)
-            break
-        except Exception:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.terminate()
-                raise
-            time.sleep(0.2)
-    return server, client, [f"--s3_endpoint_url={endpoint}", *KEYS]
 
 
 def requests_logged(log: Path) -> int:
@@ -130,7 +101,7 @@ def main(argv=None) -> None:
         parts = len(list(Path(local, "sample_index").glob("part-*.jsonl")))
         print(f"built {parts} parts per index in {time.perf_counter() - started:.1f} s", flush=True)
         log = tmp / "moto.log"
-        server, client, flags = start_moto(log)
+        server, client, flags = start_moto(open(log, "wb"))
         try:
             dataset = f"s3://{BUCKET}/parts/out"
             print(f"uploaded {upload(client, local, dataset)} objects", flush=True)

@@ -373,6 +373,19 @@ def _flags_with(remote: Remote, **changed) -> list:
     return [f"--{k}={v}" for k, v in flags.items()]
 
 
+def _assert_failed_fast(code, elapsed, err, path, endpoint):
+    """The bilingual StorageAccessError, naming the path, the flag and the endpoint, in
+    seconds (Beam's own retries take minutes), with exit 2 and no traceback."""
+    assert code == 2
+    assert elapsed < 15, elapsed
+    assert "Traceback" not in err
+    assert "[english] StorageAccessError: Storage could not be reached with the options given." in err
+    assert "[vietnam] StorageAccessError: Không truy cập được storage với các option đã cho." in err
+    assert f"Path: {path}" in err and f"Đường dẫn: {path}" in err
+    assert "check --s3_endpoint_url" in err and "kiểm tra --s3_endpoint_url" in err
+    assert endpoint in err
+
+
 def test_unreachable_endpoint_fails_the_build_in_seconds(s3_remote, tmp_path, capsys):
     """A wrong --s3_endpoint_url is said at once, not after Beam's ten minutes of retries."""
     from mintdim_beam.cli import main
@@ -387,14 +400,7 @@ def test_unreachable_endpoint_fails_the_build_in_seconds(s3_remote, tmp_path, ca
     code = main(["build", job_file, *_flags_with(s3_remote, s3_endpoint_url=closed)])
     elapsed = time.monotonic() - started
     err = capsys.readouterr().err
-    assert code == 2
-    assert elapsed < 15, elapsed
-    assert "Traceback" not in err
-    assert "[english] StorageAccessError: Storage could not be reached with the options given." in err
-    assert "[vietnam] StorageAccessError: Không truy cập được storage với các option đã cho." in err
-    assert f"Path: {rjob['files'][0]}" in err and f"Đường dẫn: {rjob['files'][0]}" in err
-    assert "check --s3_endpoint_url" in err and "kiểm tra --s3_endpoint_url" in err
-    assert closed in err
+    _assert_failed_fast(code, elapsed, err, rjob["files"][0], closed)
     assert s3_remote.download_tree(out + "/instructions") == {}   # nothing written
 
 
@@ -451,14 +457,7 @@ def test_commands_that_read_a_dataset_fail_fast_on_unreachable_storage(s3_remote
     code = main([*_unreachable_argv(command, dataset, tmp_path), *_flags_with(s3_remote, s3_endpoint_url=closed)])
     elapsed = time.monotonic() - started
     err = capsys.readouterr().err
-    assert code == 2
-    assert elapsed < 15, elapsed
-    assert "Traceback" not in err
-    assert "[english] StorageAccessError: Storage could not be reached with the options given." in err
-    assert "[vietnam] StorageAccessError: Không truy cập được storage với các option đã cho." in err
-    assert f"Path: {dataset}" in err and f"Đường dẫn: {dataset}" in err
-    assert "check --s3_endpoint_url" in err and "kiểm tra --s3_endpoint_url" in err
-    assert closed in err
+    _assert_failed_fast(code, elapsed, err, dataset, closed)
     assert not (tmp_path / "report.html").exists() and not (tmp_path / "mg.bin").exists()
 
 
