@@ -304,6 +304,10 @@ def _section(manifest: dict, key: str, problems: list) -> dict:
     return value
 
 
+#: The marker a failed build leaves (in a unit directory, or beside the outputs).
+FAILURE_MARKER = "UNIT_BUILD_FAILED.md"
+
+
 def read_metadata(path: str) -> Metadata:
     """Load and cross-check ``manifest.json`` and ``length_field.json``.
 
@@ -315,6 +319,11 @@ def read_metadata(path: str) -> Metadata:
         failed = [u for u in list_dir(path) if exists(join(path, u, "UNIT_BUILD_FAILED.md"))]
         why = f" (the build failed: see {failed[0]}/UNIT_BUILD_FAILED.md)" if failed else ""
         raise ReaderError(f"{path}: no {MANIFEST}; not a published mintdim output{why}")
+    if exists(join(path, FAILURE_MARKER)):
+        # A failure marker is written when a build fails and never published over, so
+        # beside a manifest it means this directory is not one finished build.
+        raise ReaderError(f"{path}: {FAILURE_MARKER} beside {MANIFEST}: a build failed in this directory, "
+                          f"so it is not a finished dataset; rebuild it into an empty directory")
     manifest = read_json(manifest_path)
     lf = read_json(join(path, LENGTH_FIELD))
     if not isinstance(manifest, dict) or not isinstance(lf, dict):

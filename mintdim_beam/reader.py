@@ -30,6 +30,7 @@ import errno
 import hashlib
 import operator
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
@@ -49,6 +50,7 @@ from .sample_index import (SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex,
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
 _REMOTE_SHARDS_CACHED = 4
+_SHARD_FILE = re.compile(r"shard_\d{6}\.bin")
 _CHECK_SLOTS = 1 << 22         # slots checked at once when reading in bulk (8-16 MiB)
 
 
@@ -158,6 +160,8 @@ class OutputReader:
         self._verified: set = set()     # shards whose sha256 was found as SHA256SUMS says
         self._index: Optional[SampleIndex] = None
         self._order: Optional[np.ndarray] = None
+        # verify hands in its index and reports these disagreements itself, one by one
+        self._unit_counts = _check_shard_counts(self.meta) if index is None else None
         if index is not None:  # an index the caller already parsed (verify does)
             self._set_index(index)
         self._shards: "OrderedDict[str, np.ndarray]" = OrderedDict()
@@ -199,7 +203,23 @@ class OutputReader:
             except FileNotFoundError as exc:
                 raise ReaderError(f"{self.path}: no {SAMPLE_INDEX} ({exc.filename or exc})") from None
             self._set_index(index)
+            self._check_index_counts()
         return self._index
+
+    def _check_index_counts(self) -> None:
+        """The index's rows per unit against the samples ``stats.json`` counts: rows
+        emptied or deleted would otherwise leave their records unreachable, silently."""
+        if self._unit_counts is None:
+            return
+        for unit, want in self._unit_counts.items():
+            got = self._unit_samples.get(unit, 0)
+            if got != want:
+                raise ReaderError(f"{self.path}: {SAMPLE_INDEX} has {got} rows for unit {unit}, {STATS} counts "
+                                  f"{want} samples there (rows deleted or the index replaced)")
+        extra = sorted(set(self._unit_samples) - set(self._unit_counts))
+        if extra:
+            raise ReaderError(f"{self.path}: {SAMPLE_INDEX} has rows for unit {extra[0]}, which {MANIFEST} "
+                              f"units.sizes {list(self.unit_sizes)} does not hold")
 
     def _check_index_sums(self) -> None:
         """Opened with checksums: the index says which record is which sample and where
@@ -543,6 +563,48 @@ def open_output(path: str, mmap: bool = True, checksums: bool = False, options=N
     with them raises ``StorageAccessError`` in seconds (``storage_access``).
     """
     return OutputReader(path, mmap=mmap, checksums=checksums, options=options)
+
+
+STATS = "stats.json"
+
+
+def _check_shard_counts(meta: Metadata) -> dict:
+    """``{unit: samples}`` as ``stats.json`` counts them, after checking, with one listing
+    per unit, that each unit holds exactly the ceil(samples / samples_per_shard) shards
+    those samples fill (a shard deleted, added or duplicated is found at open, not when
+    a read reaches it) and no failure marker."""
+    try:
+        stats = read_json(join(meta.path, STATS))
+    except FileNotFoundError:
+        raise ReaderError(f"{meta.path}: no {STATS}; it counts each unit's samples and shards") from None
+    units = stats.get("units") if isinstance(stats, dict) else None
+    if not isinstance(units, dict):
+        raise ReaderError(f"{meta.path}: {STATS} has no units object counting each unit's samples")
+    sps = meta.samples_per_shard
+    counts = {}
+    for unit in meta.unit_sizes:
+        info = units.get(str(unit))
+        samples = info.get("samples") if isinstance(info, dict) else None
+        if not isinstance(samples, int) or isinstance(samples, bool) or samples < 0:
+            raise ReaderError(f"{meta.path}: {STATS} units.{unit}.samples must be a count, got {samples!r}")
+        want = -(-samples // sps)
+        udir = join(meta.path, f"unit_{unit}")
+        if is_local(udir) and os.path.lexists(udir) and not os.path.isdir(udir):
+            raise ReaderError(f"{meta.path}: unit_{unit}: cannot be read (Not a directory; a unit directory holds "
+                              f"its shard files)")
+        names = list_dir(udir)
+        if "UNIT_BUILD_FAILED.md" in names:
+            raise ReaderError(f"{meta.path}: unit_{unit}/UNIT_BUILD_FAILED.md: a failure marker in a published "
+                              f"unit; rebuild the dataset")
+        shards = sorted(n for n in names if _SHARD_FILE.fullmatch(n))
+        expected = [f"shard_{k:06d}.bin" for k in range(want)]
+        if shards != expected or info.get("shards", want) != want:
+            names = f"shard_000000.bin to shard_{want - 1:06d}.bin" if want else "none"
+            raise ReaderError(f"{meta.path}: unit_{unit} holds {len(shards)} shard files, but its {samples} samples "
+                              f"({STATS}) at samples_per_shard={sps} fill {want} ({names}): shards were deleted, "
+                              f"added or renamed")
+        counts[unit] = samples
+    return counts
 
 
 def _read_sums(meta: Metadata) -> dict:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -135,7 +136,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
             files[name] = rd.read_json(rd.join(path, name))
         except rd.ReaderError as exc:
             chk.problem(name, str(exc).replace(rd.join(path, name) + ": ", ""))
-    for name, size in _index_file_sizes(meta).items():
+    for name, size in _index_file_sizes(meta, chk).items():
         if size is None:
             chk.problem(name, "index file is missing")
 
@@ -195,6 +196,8 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
                 chk.problem(f"{udir}/{n}", "unexpected file in a unit directory")
         if not numbers and "EMPTY_UNIT.md" not in names:
             chk.problem(udir, "unit has no shards and no EMPTY_UNIT.md marker")
+        elif numbers and "EMPTY_UNIT.md" in names:
+            chk.problem(f"{udir}/EMPTY_UNIT.md", "empty-unit marker in a unit that has shards")
         count = max(numbers) + 1 if numbers else 0
         scans[unit] = []
         for k in range(count):
@@ -371,12 +374,42 @@ def index_file_names(meta: rd.Metadata) -> list:
     return [p[base:].replace(os.sep, "/") for name in INDEX_FILES for p in rd.index_paths(meta.path, name, meta.manifest)]
 
 
-def _index_file_sizes(meta: rd.Metadata) -> dict:
+def _index_file_sizes(meta: rd.Metadata, chk: Optional[_Checker] = None) -> dict:
     """``{index file relative to the dataset: size, or None when absent}``, as
-    :func:`index_file_names` orders them (one listing per parts folder remotely)."""
+    :func:`index_file_names` orders them (one listing per parts folder remotely).
+
+    With ``chk``, index files the layout does not name are problems too: a part beyond
+    the manifest's count, a single-file index beside its parts folder, a parts folder
+    beside a single file. Nothing reads them, so they would pass unseen. The parts
+    folders' listing is the one the sizes come from; the other two are looked for on
+    a local disk only (on a store each would cost requests per index)."""
     base = len(rd.join(meta.path, ""))
-    return {p[base:].replace(os.sep, "/"): size for name in INDEX_FILES
-            for p, size in rd.index_sizes(meta.path, name, meta.manifest).items()}
+    rel = lambda p: p[base:].replace(os.sep, "/")   # noqa: E731
+    sizes = {}
+    for name in INDEX_FILES:
+        paths = rd.index_paths(meta.path, name, meta.manifest)
+        stem = name.rsplit(".", 1)[0]
+        parts = paths != [rd.join(meta.path, name)]
+        local = rd.is_local(meta.path)
+        if parts and not local:
+            from . import storage
+
+            listed = storage.files_and_sizes(posixpath.dirname(paths[0]))
+            found = {p: listed.get(p) for p in paths}
+            extra = sorted(rel(p) for p in set(listed) - set(paths))
+        else:
+            found = rd.index_sizes(meta.path, name, meta.manifest)
+            expected = {rel(p) for p in paths}
+            extra = [f"{stem}/{n}" for n in rd.list_dir(rd.join(meta.path, stem))
+                     if f"{stem}/{n}" not in expected] if local else []
+        sizes.update((rel(p), size) for p, size in found.items())
+        if chk is None:
+            continue
+        for n in extra:
+            chk.problem(n, f"not one of the {name} parts manifest.json counts")
+        if parts and local and os.path.lexists(rd.join(meta.path, name)):
+            chk.problem(name, f"stray file: the manifest publishes this index as parts in {stem}/")
+    return sizes
 
 
 def _file_sha256(path: str) -> str:

@@ -183,3 +183,20 @@ def test_job_file_and_flag_choose_the_layout(tmp_path, capsys):
         (tmp_path / "out" / "sample_index" / f"part-{k:05d}.jsonl").read_bytes()
         for k in range(manifest["indexes"]["parts"]["sample_index.jsonl"]))
     capsys.readouterr()
+
+
+def test_index_files_the_layout_does_not_name_are_problems(built, tmp_path):
+    """A part beyond the manifest's count and a single-file index beside the parts folder
+    are read by nothing, so verify must list them rather than pass them unseen."""
+    import shutil
+
+    from mintdim_beam import verify
+
+    d = tmp_path / "parts"
+    shutil.copytree(built[1], d)
+    count = json.loads((d / "manifest.json").read_text())["indexes"]["parts"]["sample_index.jsonl"]
+    shutil.copy(d / "sample_index" / "part-00000.jsonl", d / "sample_index" / f"part-{count:05d}.jsonl")
+    shutil.copy(built[0] / "sample_index.jsonl", d / "sample_index.jsonl")
+    assert [str(p) for p in verify.verify_output(str(d)).problems] == [
+        f"sample_index/part-{count:05d}.jsonl: not one of the sample_index.jsonl parts manifest.json counts",
+        "sample_index.jsonl: stray file: the manifest publishes this index as parts in sample_index/"]

@@ -553,3 +553,57 @@ def test_index_numbers_beyond_the_columns_are_refused(corrupt, capsys, key, valu
     out = capsys.readouterr()       # an export compares the index with SHA256SUMS first
     assert "sample_index.jsonl: sha256 is " in out.err and "Traceback" not in out.err
     assert not list(copy.parent.glob("exported*"))
+
+
+def _damaged(tmp_path, built, damage) -> str:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    damage(copy)
+    return str(copy)
+
+
+def _drop_index_row(d: Path) -> None:
+    index = d / "sample_index.jsonl"
+    lines = index.read_text(encoding="utf-8").splitlines(keepends=True)
+    index.write_text("".join(l for l in lines if json.loads(l)["sample_id"] != 5), encoding="utf-8")
+
+
+def test_an_index_missing_rows_is_refused_when_the_index_loads(tmp_path, built):
+    """Rows emptied or deleted leave records nothing reaches: the rows per unit are
+    compared with the samples stats.json counts, without checksums."""
+    from mintdim_beam.reader import ReaderError, open_output
+
+    counts = {int(u): v["samples"] for u, v in json.loads((Path(built) / "stats.json").read_text())["units"].items()}
+    row = next(r for r in read_jsonl(Path(built) / "sample_index.jsonl") if r["sample_id"] == 5)
+    unit = row["unit_size"]
+    for damage, got, at in ((lambda d: (d / "sample_index.jsonl").write_bytes(b""), 0, SIZES[0]),
+                            (_drop_index_row, counts[unit] - 1, unit)):
+        path = _damaged(tmp_path / str(got), built, damage)
+        reader = open_output(path)
+        with pytest.raises(ReaderError) as exc:
+            len(reader)
+        assert str(exc.value) == (f"{path}: sample_index.jsonl has {got} rows for unit {at}, stats.json counts "
+                                  f"{counts[at] if got == 0 else counts[unit]} samples there (rows deleted or the "
+                                  f"index replaced)")
+
+
+@pytest.mark.parametrize("damage, held", [
+    (lambda u: (u / "shard_000001.bin").unlink(), "{n_1}"),
+    (lambda u: (u / "shard_000099.bin").write_bytes((u / "shard_000000.bin").read_bytes()), "{n_plus}"),
+])
+def test_a_unit_whose_shard_files_disagree_with_its_samples_is_refused_at_open(tmp_path, built, damage, held):
+    from mintdim_beam.reader import ReaderError, open_output
+
+    unit = SIZES[1]
+    info = json.loads((Path(built) / "stats.json").read_text())["units"][str(unit)]
+    want = -(-info["samples"] // SAMPLES_PER_SHARD)
+    assert want >= 2
+    path = _damaged(tmp_path, built, lambda d: damage(d / f"unit_{unit}"))
+    with pytest.raises(ReaderError) as exc:
+        open_output(path)
+    n = held.format(n_1=want - 1, n_plus=want + 1)
+    assert str(exc.value) == (f"{path}: unit_{unit} holds {n} shard files, but its {info['samples']} samples "
+                              f"(stats.json) at samples_per_shard={SAMPLES_PER_SHARD} fill {want} (shard_000000.bin "
+                              f"to shard_{want - 1:06d}.bin): shards were deleted, added or renamed")

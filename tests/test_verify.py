@@ -475,9 +475,10 @@ def test_a_shard_that_cannot_be_opened_is_a_reader_error(tmp_path, capsys, damag
     else:
         shutil.rmtree(shard.parent)
         shard.parent.write_text("x")
-        why = "Not a directory"
-    with pytest.raises(ReaderError, match=f"{rel}: cannot be read \\({why}\\)"):
+        rel, why = shard.parent.name, "Not a directory; a unit directory holds its shard files"   # found at open
+    with pytest.raises(ReaderError) as exc:
         list(open_output(str(out)).iter_unit(unit))
+    assert f"{rel}: cannot be read ({why})" in str(exc.value)
     assert main(["export", str(out), "--format", "parquet", str(tmp_path / "x.parquet")]) == 2
     err = capsys.readouterr().err
     assert f"{rel}: cannot be read ({why})" in err and "Traceback" not in err
@@ -510,3 +511,27 @@ def test_plan_of_a_dataset_whose_manifest_is_not_an_object(tmp_path, capsys, tex
     assert main(["plan", str(out)]) == 2
     err = capsys.readouterr().err
     assert "manifest.json: must hold a JSON object with a units object" in err and "Traceback" not in err
+
+
+def test_a_failure_marker_beside_the_manifest_is_refused(copy, capsys):
+    from mintdim_beam.reader import ReaderError, open_output
+
+    d = copy()
+    (d / "UNIT_BUILD_FAILED.md").write_text("# Unit build failed\n", encoding="utf-8")
+    want = (f"{d}: UNIT_BUILD_FAILED.md beside manifest.json: a build failed in this directory, so it is not "
+            f"a finished dataset; rebuild it into an empty directory")
+    assert messages(verify_output(str(d))) == [f"manifest.json: {want}"]
+    with pytest.raises(ReaderError) as exc:
+        open_output(str(d))
+    assert str(exc.value) == want
+    assert consumer_main(["verify", str(d)]) == 1
+    assert consumer_main(["export", str(d), str(d.parent / "exported"), "--format", "parquet"]) == 2
+    assert "UNIT_BUILD_FAILED.md beside manifest.json" in capsys.readouterr().err
+    assert not (d.parent / "exported").exists()
+
+
+def test_an_empty_unit_marker_in_a_unit_with_shards_is_a_problem(copy):
+    d = copy()
+    (d / f"unit_{U}" / "EMPTY_UNIT.md").write_text("# Empty unit\n", encoding="utf-8")
+    assert messages(verify_output(str(d))) == [
+        f"unit_{U}/EMPTY_UNIT.md: empty-unit marker in a unit that has shards"]
