@@ -1,10 +1,13 @@
 """Byte-range blocks: every line read exactly once, whatever the block size."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from mintdim_beam.blocks import read_block_lines
+
+TOKENIZER = str(Path(__file__).parent / "testdata" / "sp_unigram.model")
 
 
 def _all_lines(path, size, block):
@@ -75,7 +78,6 @@ def test_many_json_lines_any_block(tmp_path):
 
 def _config(tmp_path, paths):
     from mintdim_beam import pipeline
-    from tests.test_records import TOKENIZER
 
     return (pipeline("unit-build").source.jsonl(files=[str(p) for p in paths], fields=[["a"]], templates=["{a}"])
             .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[8]], build_batch=[4])
