@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 
 from . import flags
 from .config import DEFAULT_BLOCK_SIZE
+from .read_errors import DatasetAccessError
 
 COMMANDS = ("verify", "inspect", "plan", "report", "export")
 EXIT_PROBLEMS = flags.EXIT_PROBLEMS
@@ -122,8 +123,6 @@ def add_subcommands(subparsers) -> dict:
 def run(args, beam_args: Sequence[str] = ()) -> int:
     """Execute the command ``args`` holds; ``beam_args`` are Beam flags (``plan`` only)."""
     from . import errors
-    from .reader import ReaderError
-    from .report import ReportError
 
     command = getattr(args, "consumer_command", None) or getattr(args, "command", None)
     fs_options = list(beam_args)
@@ -150,7 +149,7 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
             return _export(args)
     except SystemExit as exc:   # verify's usage errors, found once paths can be looked at
         return exc.code if isinstance(exc.code, int) else flags.EXIT_USAGE
-    except (ReaderError, ReportError, errors.MintDimError) as exc:
+    except errors.MintDimError as exc:   # the reader's, the report's and the build's errors: bilingual
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
@@ -160,7 +159,7 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
         return 0
     except (OSError, ValueError, KeyError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"mintdim-beam {command}: {message}", file=sys.stderr)
+        print(DatasetAccessError("command_failed", command=command, why=str(message)), file=sys.stderr)
         return EXIT_ERROR
     print(f"mintdim-beam: unknown command {command!r}", file=sys.stderr)
     return EXIT_ERROR
@@ -210,7 +209,7 @@ def _verify(args) -> int:
     if missing:
         # Nothing to verify is an error in the command (exit 2), not a problem found in a
         # dataset (exit 1): a typo'd path must not read as a damaged dataset.
-        raise ValueError(f"no such directory: {', '.join(missing)}")
+        raise DatasetAccessError("no_directory", command="verify", paths=", ".join(missing))
     status = 0
     for path in dirs:
         report = verify_output(path, tokenizer=tokenizer, sample_rows=args.sample,

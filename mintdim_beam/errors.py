@@ -15,8 +15,9 @@ is not the error's source of truth, though: each error also keeps the facts behi
 The wording itself lives in `mintdim_beam.messages`. This module is the catalogue:
 every class is importable from here and rebuilt from JSON by its name here, while the
 classes live by concept in `config_errors` (arguments and job files),
-`tokenizer_errors` (the tokenizer's file, tokens and vocabulary) and `data_errors`
-(input files, records, output directories, stores), on the base in `error_base`.
+`tokenizer_errors` (the tokenizer's file, tokens and vocabulary), `data_errors`
+(input files, records, output directories, stores) and `read_errors` (a built dataset
+read back: the reader, the report, the consumer commands), on the base in `error_base`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ from mintdim_beam.data_errors import (  # noqa: F401  (re-exported)
 from mintdim_beam.error_base import (  # noqa: F401  (re-exported)
     MintDimError,
     _REGISTRY,
+)
+from mintdim_beam.read_errors import (  # noqa: F401  (re-exported)
+    DatasetAccessError,
+    ReaderError,
+    ReportError,
 )
 from mintdim_beam.tokenizer_errors import (  # noqa: F401  (re-exported)
     TemplateTokenizerError,
@@ -77,6 +83,9 @@ __all__ = [
     "TokenDTypeCapacityError",
     "SamplesPerShardError",
     "StorageAccessError",
+    "ReaderError",
+    "ReportError",
+    "DatasetAccessError",
 ]
 
 

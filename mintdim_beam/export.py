@@ -142,8 +142,7 @@ def iter_chunks(reader: OutputReader, max_rows: int, max_tokens: int) -> Iterato
             mine = np.nonzero(units == unit)[0]
             got_ids, recs = streams[unit].take(len(mine))
             if not np.array_equal(got_ids, sample_ids[mine]):
-                raise ReaderError(f"{reader.path}: unit {unit}'s shards hold other samples than "
-                                  f"sample_index.jsonl puts there (from sample {int(sample_ids[mine][0])})")
+                raise ReaderError("export_order", reader.path, unit=unit, sample_id=int(sample_ids[mine][0]))
             lengths[mine] = recs[:, 1:1 + n_seg]
             used = np.arange(unit)[None, :] < counts[mine][:, None]
             flat.append(recs[:, 1 + n_seg:][used])
@@ -155,8 +154,7 @@ def iter_chunks(reader: OutputReader, max_rows: int, max_tokens: int) -> Iterato
     for unit, stream in streams.items():
         extra, _ = stream.take(1)
         if len(extra):
-            raise ReaderError(f"{reader.path}: unit {unit}'s shards hold sample {int(extra[0])} beyond the "
-                              f"samples sample_index.jsonl lists")
+            raise ReaderError("export_extra", reader.path, unit=unit, sample_id=int(extra[0]))
 
 
 def token_dtype(reader: OutputReader) -> np.dtype:
@@ -180,8 +178,8 @@ def _check_fits(reader: OutputReader, chunk: Chunk, dtype: np.dtype) -> None:
         return
     at = int(np.argmax(chunk.ids > top))
     j = int(np.searchsorted(np.cumsum(chunk.token_counts), at, side="right"))
-    raise ReaderError(f"{reader.path}: sample {int(chunk.sample_ids[j])} holds token id {int(chunk.ids[at])}, "
-                      f"which does not fit {dtype.name}")
+    raise ReaderError("export_dtype", reader.path, sample_id=int(chunk.sample_ids[j]), id=int(chunk.ids[at]),
+                      dtype=dtype.name)
 
 
 # --------------------------------------------------------------------------- staging
@@ -201,7 +199,7 @@ class _Staged:
         self.tag = uuid.uuid4().hex[:12]
         for target in self.targets:
             if not overwrite and _exists(target):
-                raise ReaderError(f"{target} already exists; remove it or pass --overwrite")
+                raise ReaderError("target_exists", file=target)
         self.local = {}
         for target in self.targets:
             if is_local(target):

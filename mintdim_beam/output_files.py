@@ -22,6 +22,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from . import messages as M
 from .record_checks import MANIFEST, ReaderError
 from .shard_format import record_slots
 
@@ -90,11 +91,11 @@ def read_json(path: str):
     try:
         return json.loads(read_bytes(path))
     except FileNotFoundError:
-        raise ReaderError(f"{path}: file not found") from None
+        raise ReaderError("file_not_found", file=path) from None
     except ValueError as exc:
-        raise ReaderError(f"{path}: not valid JSON ({exc})") from None
+        raise ReaderError("not_json", file=path, why=str(exc)) from None
     except OSError as exc:   # a directory in its place, a link loop, ...
-        raise ReaderError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise ReaderError("unreadable", file=path, why=exc.strerror or str(exc)) from None
 
 
 def iter_jsonl(path: str) -> Iterator[tuple[int, object]]:
@@ -299,7 +300,7 @@ def _section(manifest: dict, key: str, problems: list) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        problems.append(f"{MANIFEST} {key} must be a JSON object, got {value!r}")
+        problems.append(M.read_text("section", key=key, got=repr(value)))
         return {}
     return value
 
@@ -317,54 +318,53 @@ def read_metadata(path: str) -> Metadata:
     manifest_path = join(path, MANIFEST)
     if not exists(manifest_path):
         failed = [u for u in list_dir(path) if exists(join(path, u, "UNIT_BUILD_FAILED.md"))]
-        why = f" (the build failed: see {failed[0]}/UNIT_BUILD_FAILED.md)" if failed else ""
-        raise ReaderError(f"{path}: no {MANIFEST}; not a published mintdim output{why}")
+        if failed:
+            raise ReaderError("no_manifest_failed", path, unit=failed[0])
+        raise ReaderError("no_manifest", path)
     if exists(join(path, FAILURE_MARKER)):
         # A failure marker is written when a build fails and never published over, so
         # beside a manifest it means this directory is not one finished build.
-        raise ReaderError(f"{path}: {FAILURE_MARKER} beside {MANIFEST}: a build failed in this directory, "
-                          f"so it is not a finished dataset; rebuild it into an empty directory")
+        raise ReaderError("failure_marker", path)
     manifest = read_json(manifest_path)
     lf = read_json(join(path, LENGTH_FIELD))
     if not isinstance(manifest, dict) or not isinstance(lf, dict):
-        raise ReaderError(f"{path}: {MANIFEST} and {LENGTH_FIELD} must hold JSON objects")
+        raise ReaderError("not_objects", path)
     dtype_name = lf.get("token_dtype")
     if dtype_name not in _DTYPES:
-        raise ReaderError(f"{join(path, LENGTH_FIELD)}: token_dtype must be uint16 or uint32, got {dtype_name!r}")
+        raise ReaderError("token_dtype", file=join(path, LENGTH_FIELD), got=repr(dtype_name))
     dtype, magic = _DTYPES[dtype_name]
     problems = []
     if lf.get("magic") != magic:
-        problems.append(f"{LENGTH_FIELD} magic is {lf.get('magic')!r}, {dtype_name} needs {magic}")
+        problems.append(M.read_text("lf_magic", got=repr(lf.get("magic")), dtype=dtype_name, want=magic))
     template = lf.get("sequence_template")
     if not isinstance(template, list) or not template or not all(isinstance(s, str) for s in template):
-        problems.append(f"{LENGTH_FIELD} sequence_template must be a non-empty list of names")
+        problems.append(M.read_text("lf_template"))
     elif manifest.get("sequence_template") != template:
-        problems.append(f"{MANIFEST} sequence_template differs from {LENGTH_FIELD}")
+        problems.append(M.read_text("template_differs"))
     storage = _section(manifest, "token_storage", problems)
     if storage.get("dtype") != dtype_name or storage.get("magic") != magic:
-        problems.append(f"{MANIFEST} token_storage {storage} differs from {LENGTH_FIELD} ({dtype_name}, {magic})")
+        problems.append(M.read_text("storage_differs", storage=storage, dtype=dtype_name, magic=magic))
     tokenizer = _section(manifest, "tokenizer", problems)
     for key, least in (("vocab_size", 1), ("unk_id", 0)):
         value = tokenizer.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
-            problems.append(f"{MANIFEST} tokenizer.{key} must be an integer of at least {least}, got {value!r}")
+            problems.append(M.read_text("tokenizer_int", key=key, least=least, got=repr(value)))
     pad_id = lf.get("pad_token_id")
     if not isinstance(pad_id, int) or tokenizer.get("pad_id", pad_id) != pad_id:
-        problems.append(f"pad id: {LENGTH_FIELD} says {pad_id!r}, {MANIFEST} says {tokenizer.get('pad_id')!r}")
+        problems.append(M.read_text("pad_id", lf=repr(pad_id), manifest=repr(tokenizer.get("pad_id"))))
     sizes = _section(manifest, "units", problems).get("sizes")
     if not isinstance(sizes, list) or not sizes or not all(isinstance(s, int) and s > 0 for s in sizes) \
             or sizes != sorted(set(sizes)):
-        problems.append(f"{MANIFEST} units.sizes must be ascending positive integers, got {sizes!r}")
+        problems.append(M.read_text("sizes", got=repr(sizes)))
     elif max(sizes) > np.iinfo(dtype).max:
         # Header lengths of such a unit do not fit the slots: a dataset written so has
         # wrapped lengths (DESIGN.md §5 widens the slots instead).
-        problems.append(f"unit size {max(sizes)} does not fit {dtype_name} header slots (at most "
-                        f"{np.iinfo(dtype).max}): its lengths would have wrapped; rebuild the dataset")
+        problems.append(M.read_text("sizes_wrap", size=max(sizes), dtype=dtype_name, top=int(np.iinfo(dtype).max)))
     sps = _section(manifest, "output", problems).get("samples_per_shard")
     if not isinstance(sps, int) or sps <= 0:
-        problems.append(f"{MANIFEST} output.samples_per_shard must be a positive integer, got {sps!r}")
+        problems.append(M.read_text("samples_per_shard", got=repr(sps)))
     if problems:
-        raise ReaderError(f"{path}: " + "; ".join(problems))
+        raise ReaderError("metadata", path, detail=M.joined(problems))
     return Metadata(
         path=path, manifest=manifest, length_field=lf, sequence_template=tuple(template),
         dtype=dtype, magic=magic, pad_id=pad_id, unk_id=tokenizer.get("unk_id"),

@@ -37,6 +37,8 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from . import messages as M
+
 # Storage, index paths and metadata live in `output_files`; their names stay importable
 # from here, where callers have always found them.
 from .output_files import (LENGTH_FIELD, Metadata, exists, file_pieces, file_size,  # noqa: F401
@@ -201,7 +203,7 @@ class OutputReader:
                 index = parse_sample_index_pieces(index_pieces(self.path, SAMPLE_INDEX, self.manifest),
                                                   size_hint=self._index_bytes())
             except FileNotFoundError as exc:
-                raise ReaderError(f"{self.path}: no {SAMPLE_INDEX} ({exc.filename or exc})") from None
+                raise ReaderError("no_index", self.path, why=exc.filename or str(exc)) from None
             self._set_index(index)
             self._check_index_counts()
         return self._index
@@ -214,12 +216,10 @@ class OutputReader:
         for unit, want in self._unit_counts.items():
             got = self._unit_samples.get(unit, 0)
             if got != want:
-                raise ReaderError(f"{self.path}: {SAMPLE_INDEX} has {got} rows for unit {unit}, {STATS} counts "
-                                  f"{want} samples there (rows deleted or the index replaced)")
+                raise ReaderError("index_rows", self.path, got=got, unit=unit, want=want)
         extra = sorted(set(self._unit_samples) - set(self._unit_counts))
         if extra:
-            raise ReaderError(f"{self.path}: {SAMPLE_INDEX} has rows for unit {extra[0]}, which {MANIFEST} "
-                              f"units.sizes {list(self.unit_sizes)} does not hold")
+            raise ReaderError("index_extra_unit", self.path, unit=extra[0], sizes=list(self.unit_sizes))
 
     def _check_index_sums(self) -> None:
         """Opened with checksums: the index says which record is which sample and where
@@ -241,7 +241,7 @@ class OutputReader:
             if self._sums.get(rel) != digest.hexdigest():
                 problem = checksum_problem(rel, read_bytes(full), self._sums)   # words it
                 if problem is not None:
-                    raise ReaderError(f"{self.path}: {rel}: {problem}")
+                    raise ReaderError(problem[0], self.path, file=rel, **problem[1])
 
     def _index_bytes(self) -> Optional[int]:
         """Size of the local index files (sizes the parsed columns up front)."""
@@ -259,8 +259,8 @@ class OutputReader:
         same = np.nonzero(ids[1:] == ids[:-1])[0] if len(ids) > 1 else np.zeros(0, np.int64)
         if len(same):
             rows = (order[same[0]], order[same[0] + 1]) if order is not None else (same[0], same[0] + 1)
-            raise ReaderError(f"{self.path}: {SAMPLE_INDEX} lines {int(index.row_line[rows[0]])} and "
-                              f"{int(index.row_line[rows[1]])} both describe sample {int(ids[same[0]])}")
+            raise ReaderError("index_duplicate", self.path, first=int(index.row_line[rows[0]]),
+                              second=int(index.row_line[rows[1]]), sample_id=int(ids[same[0]]))
         by_unit = np.lexsort((index.sample_id, index.unit))
         sizes, first, counts = np.unique(index.unit[by_unit], return_index=True, return_counts=True)
         rank = np.empty(len(index), np.int64)
@@ -313,14 +313,13 @@ class OutputReader:
         try:
             size = file_size(full)
         except (FileNotFoundError, IndexError):
-            raise ReaderError(f"{self.path}: {rel}: shard file not found") from None
+            raise ReaderError("shard_missing", self.path, shard=rel) from None
         except OSError as exc:   # a link loop, a unit directory replaced by a file, ...
-            raise ReaderError(f"{self.path}: {rel}: cannot be read ({exc.strerror or exc})") from None
+            raise ReaderError("unreadable", self.path, shard=rel, why=exc.strerror or str(exc)) from None
         if is_local(full) and not os.path.isfile(full):   # a directory in its place: no size to trust
-            raise ReaderError(f"{self.path}: {rel}: not a regular file (a shard is a file of records)")
+            raise ReaderError("shard_not_file", self.path, shard=rel)
         if size % record_bytes:
-            raise ReaderError(f"{self.path}: {rel}: {size} bytes is not a whole number of {record_bytes}-byte "
-                              f"records (truncated or corrupt shard)")
+            raise ReaderError("shard_truncated", self.path, shard=rel, size=size, record_bytes=record_bytes)
         if size == 0:
             arr = np.zeros((0, slots), self.meta.dtype)
         elif self._mmap:
@@ -350,15 +349,13 @@ class OutputReader:
         if self._sums is not None and rel not in self._verified:
             problem = checksum_problem(rel, np.ascontiguousarray(recs), self._sums)
             if problem is not None:
-                raise ReaderError(f"{self.path}: {rel}: {problem}", shard=rel)
+                raise ReaderError(problem[0], self.path, shard=rel, **problem[1])
             self._verified.add(rel)
         sps = self.meta.samples_per_shard
         want = min(sps, self._unit_samples.get(unit, 0) - shard * sps)
         if recs.shape[0] != want:
-            raise ReaderError(
-                f"{self.path}: {self.meta.shard_path(unit, shard)} holds {recs.shape[0]} records, but "
-                f"{SAMPLE_INDEX} places {max(want, 0)} there ({self._unit_samples.get(unit, 0)} samples in unit "
-                f"{unit}, {sps} per shard)")
+            raise ReaderError("shard_records", self.path, shard=rel, got=recs.shape[0], want=max(want, 0),
+                              samples=self._unit_samples.get(unit, 0), unit=unit, sps=sps)
         return recs
 
     def record(self, unit: int, shard: int, record: int) -> np.ndarray:
@@ -367,11 +364,11 @@ class OutputReader:
         recs = self.shard_records(unit, shard)
         rel = self.meta.shard_path(unit, shard)
         if not 0 <= record < recs.shape[0]:
-            raise ReaderError(f"{self.path}: {rel} record {record} out of range (shard holds {recs.shape[0]} records)")
+            raise ReaderError("record_range", self.path, shard=rel, record=record, count=recs.shape[0])
         rec = recs[record]
         found = record_problem(self.meta, unit, rec[None, :])
         if found is not None:
-            raise ReaderError(f"{self.path}: {rel} record {record}: {found[1]}", shard=rel, record=record)
+            raise ReaderError("record", self.path, shard=rel, record=record, detail=found[1])
         return rec
 
     def _empty(self, rows: np.ndarray) -> Optional[np.ndarray]:
@@ -390,12 +387,11 @@ class OutputReader:
                 out[j] = mask
         return out
 
-    def _raise_record(self, row: int, problem: str) -> None:
+    def _raise_record(self, row: int, problem: M.Text) -> None:
         ix = self.index
-        rel = self.meta.shard_path(int(ix.unit[row]), int(ix.shard[row]))
-        sid = int(ix.sample_id[row])
-        raise ReaderError(f"{self.path}: {rel} record {int(ix.record[row])} (sample {sid}, {SAMPLE_INDEX} line "
-                          f"{int(ix.row_line[row])}): {problem}", shard=rel, record=int(ix.record[row]), sample_id=sid)
+        raise ReaderError("record", self.path, shard=self.meta.shard_path(int(ix.unit[row]), int(ix.shard[row])),
+                          record=int(ix.record[row]), sample_id=int(ix.sample_id[row]), line=int(ix.row_line[row]),
+                          detail=problem)
 
     def _check_place(self, rows: np.ndarray) -> None:
         """Each row's record is where its rank among its unit's sample ids puts it."""
@@ -407,10 +403,8 @@ class OutputReader:
             row = int(rows[wrong[0]])
             unit, rank = int(ix.unit[row]), int(self._rank[row])
             shard, record = divmod(rank, sps)
-            self._raise_record(row, (
-                f"records of unit {unit} are in ascending sample_id, so sample {int(ix.sample_id[row])} (number "
-                f"{rank} of the unit) belongs at {self.meta.shard_path(unit, shard)} record {record}; the index "
-                f"row points elsewhere (rows swapped or edited)"))
+            self._raise_record(row, M.read_text("misplaced", unit=unit, sample=int(ix.sample_id[row]), rank=rank,
+                                                at=self.meta.shard_path(unit, shard), at_record=record))
 
     def record_at_row(self, row: int) -> np.ndarray:
         """The record of index row ``row``, checked against the row (token count, empty
@@ -466,7 +460,7 @@ class OutputReader:
         """
         m = _SHARD_PATH.match(shard_path.replace(os.sep, "/"))
         if m is None:
-            raise ReaderError(f"{shard_path}: not a shard path (unit_<size>/shard_NNNNNN.bin)")
+            raise ReaderError("not_shard_path", file=shard_path)
         unit, shard = int(m.group(1)), int(m.group(2))
         record = _as_int(record, "record")
         ix = self.index
@@ -491,7 +485,7 @@ class OutputReader:
         one go, against the index rows of its samples and the manifest.
         """
         if unit not in self.unit_sizes:
-            raise ReaderError(f"no unit {unit} in {self.path}; units: {list(self.unit_sizes)}")
+            raise ReaderError("no_unit", self.path, unit=unit, units=list(self.unit_sizes))
         rows = self.unit_rows(unit)
         self._check_place(rows)
         ix = self.index
@@ -509,8 +503,7 @@ class OutputReader:
                                   self.meta.n_segments)
         if self.shard_count(unit) > -(-len(rows) // sps):
             extra = self.meta.shard_path(unit, -(-len(rows) // sps))
-            raise ReaderError(f"{self.path}: {extra} exists, but {SAMPLE_INDEX} places none of unit {unit}'s "
-                              f"{len(rows)} samples there")
+            raise ReaderError("extra_shard", self.path, shard=extra, unit=unit, count=len(rows))
 
     def iter_unit(self, unit: int) -> Iterator[Sample]:
         """Every sample of ``unit`` in shard and record order (checked a batch at a time)."""
@@ -576,33 +569,29 @@ def _check_shard_counts(meta: Metadata) -> dict:
     try:
         stats = read_json(join(meta.path, STATS))
     except FileNotFoundError:
-        raise ReaderError(f"{meta.path}: no {STATS}; it counts each unit's samples and shards") from None
+        raise ReaderError("no_stats", meta.path) from None
     units = stats.get("units") if isinstance(stats, dict) else None
     if not isinstance(units, dict):
-        raise ReaderError(f"{meta.path}: {STATS} has no units object counting each unit's samples")
+        raise ReaderError("stats_units", meta.path)
     sps = meta.samples_per_shard
     counts = {}
     for unit in meta.unit_sizes:
         info = units.get(str(unit))
         samples = info.get("samples") if isinstance(info, dict) else None
         if not isinstance(samples, int) or isinstance(samples, bool) or samples < 0:
-            raise ReaderError(f"{meta.path}: {STATS} units.{unit}.samples must be a count, got {samples!r}")
+            raise ReaderError("stats_samples", meta.path, unit=unit, got=repr(samples))
         want = -(-samples // sps)
         udir = join(meta.path, f"unit_{unit}")
         if is_local(udir) and os.path.lexists(udir) and not os.path.isdir(udir):
-            raise ReaderError(f"{meta.path}: unit_{unit}: cannot be read (Not a directory; a unit directory holds "
-                              f"its shard files)")
+            raise ReaderError("unit_not_directory", meta.path, file=f"unit_{unit}")
         names = list_dir(udir)
         if "UNIT_BUILD_FAILED.md" in names:
-            raise ReaderError(f"{meta.path}: unit_{unit}/UNIT_BUILD_FAILED.md: a failure marker in a published "
-                              f"unit; rebuild the dataset")
+            raise ReaderError("unit_failed", meta.path, file=f"unit_{unit}/UNIT_BUILD_FAILED.md")
         shards = sorted(n for n in names if _SHARD_FILE.fullmatch(n))
         expected = [f"shard_{k:06d}.bin" for k in range(want)]
         if shards != expected or info.get("shards", want) != want:
-            names = f"shard_000000.bin to shard_{want - 1:06d}.bin" if want else "none"
-            raise ReaderError(f"{meta.path}: unit_{unit} holds {len(shards)} shard files, but its {samples} samples "
-                              f"({STATS}) at samples_per_shard={sps} fill {want} ({names}): shards were deleted, "
-                              f"added or renamed")
+            raise ReaderError("shard_files" if want else "shard_files_none", meta.path, file=f"unit_{unit}",
+                              count=len(shards), samples=samples, sps=sps, want=want, last=f"shard_{want - 1:06d}.bin")
         counts[unit] = samples
     return counts
 
@@ -611,15 +600,14 @@ def _read_sums(meta: Metadata) -> dict:
     """``SHA256SUMS`` as ``{path: sha256}``, after checking it against the manifest."""
     info = meta.manifest.get("checksums")
     if not isinstance(info, dict) or info.get("file") != CHECKSUMS:
-        raise ReaderError(f"{meta.path}: {MANIFEST} records no checksums (built before they were recorded); "
-                          f"open it without checksums=True")
+        raise ReaderError("no_checksums", meta.path)
     try:
         data = read_bytes(join(meta.path, CHECKSUMS))
     except FileNotFoundError:
-        raise ReaderError(f"{meta.path}: {CHECKSUMS} is missing ({MANIFEST} records its sha256)") from None
-    problem = checksum_problem(CHECKSUMS, data, {CHECKSUMS: info.get("sha256")})
+        raise ReaderError("sums_missing", meta.path) from None
+    problem = checksum_problem(CHECKSUMS, data, {CHECKSUMS: info.get("sha256")}, recorder=MANIFEST)
     if problem is not None:
-        raise ReaderError(f"{meta.path}: {CHECKSUMS}: {problem.replace(CHECKSUMS + ' records', MANIFEST + ' records')}")
+        raise ReaderError(problem[0], meta.path, file=CHECKSUMS, **problem[1])
     return parse_checksums(data)[0]
 
 

@@ -10,8 +10,10 @@ ascending sample_id) is the reader's to check, since it needs the whole index.
 
 A token changed to another valid id passes all of that; only a file's sha256 against
 the line ``SHA256SUMS`` holds for it (:func:`checksum_problem`) finds it. The reader
-and ``verify`` share the parsing of that file and :class:`ReaderError`, defined here so
-that the modules the reader is built from can raise it.
+and ``verify`` share the parsing of that file; :class:`ReaderError` (``read_errors``) is
+importable from here, so that the modules the reader is built from can raise it.
+Problems are worded as ``messages.READ_PROBLEMS`` pairs, so a raised error says them in
+both languages.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import numpy as np
 
+from . import messages as M
+from .read_errors import ReaderError  # noqa: F401  (raised by the modules the reader is built from)
+
 if TYPE_CHECKING:
     from .output_files import Metadata
 
@@ -29,20 +34,6 @@ MANIFEST = "manifest.json"
 SAMPLE_INDEX = "sample_index.jsonl"
 CHECKSUMS = "SHA256SUMS"        # sha256 of every data file; manifest.json records its own
 _CHECKSUM_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)")
-
-
-class ReaderError(Exception):
-    """The directory is not a readable, consistent mintdim output.
-
-    A record that disagrees with the index or the manifest says where: ``shard`` (the
-    shard path relative to the directory), ``record`` and ``sample_id`` (None when
-    unknown), and the message names what disagrees.
-    """
-
-    def __init__(self, message: str, *, shard: Optional[str] = None, record: Optional[int] = None,
-                 sample_id: Optional[int] = None):
-        super().__init__(message)
-        self.shard, self.record, self.sample_id = shard, record, sample_id
 
 
 class RecordBatch(NamedTuple):
@@ -76,14 +67,14 @@ class RecordBatch(NamedTuple):
 
 
 def record_problem(meta: Metadata, unit: int, records: np.ndarray, token_counts: Optional[np.ndarray] = None,
-                   empty: Optional[np.ndarray] = None) -> Optional[tuple[int, str]]:
+                   empty: Optional[np.ndarray] = None) -> Optional[tuple[int, M.Text]]:
     """The first of ``records`` (``(k, slots)``) that disagrees with what is known of it.
 
     Checked, all at once with numpy: the magic; the segment lengths against the unit,
     against ``token_counts`` (sample_index.jsonl's, when given) and against ``empty``
     (``(k, n_segments)`` booleans: segments of fields listed in ``empty_fields``, which
     hold no token); token ids below the manifest's vocabulary size; the pad id in every
-    slot after the written tokens. Returns ``(j, what disagrees)``, or None.
+    slot after the written tokens. Returns ``(j, what disagrees)`` (in both languages), or None.
     """
     k = records.shape[0]
     if k == 0 or (k == 1 and _fine(meta, unit, records[0], token_counts, empty)):
@@ -94,37 +85,40 @@ def record_problem(meta: Metadata, unit: int, records: np.ndarray, token_counts:
     payload = records[:, 1 + n:]
     written = np.arange(unit)[None, :] < np.minimum(total, unit)[:, None]
     checks = [
-        (records[:, 0] != meta.magic, lambda j: f"magic is {int(records[j, 0]):#x}, expected {meta.magic:#x}"),
-        (total > unit, lambda j: f"segment lengths {lengths[j].tolist()} sum to {int(total[j])} > unit size {unit}"),
+        (records[:, 0] != meta.magic, lambda j: M.read_text("magic", got=int(records[j, 0]), want=meta.magic)),
+        (total > unit, lambda j: M.read_text("over_unit", lengths=lengths[j].tolist(), total=int(total[j]),
+                                             unit=unit)),
     ]
     if token_counts is not None:
-        checks.append((total != token_counts, lambda j: (
-            f"segment lengths {lengths[j].tolist()} sum to {int(total[j])}, {SAMPLE_INDEX} says token_count "
-            f"{int(token_counts[j])}")))
+        checks.append((total != token_counts, lambda j: M.read_text(
+            "token_count", lengths=lengths[j].tolist(), total=int(total[j]), count=int(token_counts[j]))))
     if empty is not None:
         filled = (lengths != 0) & empty
-        checks.append((filled.any(axis=1), lambda j: (
-            "segment " + ", ".join(f"{s} ({meta.sequence_template[s]}) holds {int(lengths[j, s])} tokens"
-                                   for s in np.nonzero(filled[j])[0].tolist())
-            + f", but {SAMPLE_INDEX} lists it in empty_fields")))
+        checks.append((filled.any(axis=1), lambda j: _empty_filled(meta, lengths[j], filled[j])))
     # one reduction over the batch settles the vocabulary for nearly every batch (the
     # pad id is an id of the vocabulary too); only a batch with a large id is masked
     if meta.vocab_size is not None and int(payload.max(initial=0)) >= meta.vocab_size:
         over = (payload >= meta.vocab_size) & written
-        checks.append((over.any(axis=1), lambda j: (
-            f"token id {int(payload[j, np.argmax(over[j])])} at payload position {int(np.argmax(over[j]))} is >= "
-            f"the vocabulary size {meta.vocab_size} ({MANIFEST})")))
+        checks.append((over.any(axis=1), lambda j: M.read_text(
+            "vocab", id=int(payload[j, np.argmax(over[j])]), at=int(np.argmax(over[j])), vocab=meta.vocab_size)))
     dirty = (payload != meta.pad_id) > written
-    checks.append((dirty.any(axis=1), lambda j: (
-        f"payload slot {int(np.argmax(dirty[j]))} holds {int(payload[j, np.argmax(dirty[j])])} after the "
-        f"{int(total[j])} written tokens, expected the pad id {meta.pad_id}")))
+    checks.append((dirty.any(axis=1), lambda j: M.read_text(
+        "pad_tail", slot=int(np.argmax(dirty[j])), got=int(payload[j, np.argmax(dirty[j])]), total=int(total[j]),
+        pad=meta.pad_id)))
     bad = np.zeros(k, bool)
     for mask, _ in checks:
         bad |= mask
     if not bad.any():
         return None
     j = int(np.argmax(bad))
-    return j, "; ".join(describe(j) for mask, describe in checks if mask[j])
+    return j, M.joined(describe(j) for mask, describe in checks if mask[j])
+
+
+def _empty_filled(meta: Metadata, lengths: np.ndarray, filled: np.ndarray) -> M.Text:
+    """Segments listed in ``empty_fields`` that hold tokens, named with their lengths."""
+    segments = M.joined((M.read_text("empty_segment", segment=s, name=meta.sequence_template[s],
+                                     count=int(lengths[s])) for s in np.nonzero(filled)[0].tolist()), ", ")
+    return M.read_text("empty_filled", detail=segments)
 
 
 def _fine(meta: Metadata, unit: int, record: np.ndarray, token_counts, empty) -> bool:
@@ -159,12 +153,13 @@ def parse_checksums(data: bytes) -> tuple[dict, list]:
     return sums, bad
 
 
-def checksum_problem(name: str, data, sums: dict) -> Optional[str]:
-    """Why the bytes ``data`` of the file ``name`` are not what ``SHA256SUMS`` records."""
+def checksum_problem(name: str, data, sums: dict, recorder: str = CHECKSUMS) -> Optional[tuple[str, dict]]:
+    """Why the bytes ``data`` of the file ``name`` are not what ``recorder`` (the file
+    holding ``sums``) records: ``(kind, facts)`` of a :class:`ReaderError`, or None."""
     want = sums.get(name)
     if want is None:
-        return f"{CHECKSUMS} has no line for this file"
+        return "no_sum_line", {}
     got = hashlib.sha256(data).hexdigest()
     if got != want:
-        return f"sha256 is {got}, {CHECKSUMS} records {want} (the file changed after the build)"
+        return "sha_differs", {"got": got, "want": want, "recorder": recorder}
     return None

@@ -28,16 +28,13 @@ import numpy as np
 
 from . import __version__
 from . import reader as rd
+from .read_errors import ReportError  # noqa: F401  (raised here; importable from here)
 from .unit_planner import LengthHistogram, fit, optimal_sizes
 
 TOP_UNK_CHARS = 20
 TOP_DUPLICATE_GROUPS = 10
 LISTED_ROWS = 10
 _COLORS = {"tokens": "#4c72b0", "pad": "#dd8452", "overflow": "#c44e52", "unit": "#55a868", "bar": "#8172b3"}
-
-
-class ReportError(Exception):
-    """The report cannot be made (matplotlib missing, unreadable directory)."""
 
 
 @dataclass
@@ -68,13 +65,19 @@ class ReportData:
 
 
 def gather(path: str) -> ReportData:
-    """Read every figure the report shows from the output directory."""
-    try:
-        reader = rd.OutputReader(path)
-        index = reader.index
-        stats = reader.json("stats.json")
-    except rd.ReaderError as exc:
-        raise ReportError(str(exc)) from None
+    """Read every figure the report shows from the output directory.
+
+    The figures come from the indexes, so the records are read once and checked against
+    them (as an export checks them): a report must not vouch for a dataset whose shards
+    disagree with its index. A dataset that cannot be read raises its
+    :class:`~mintdim_beam.reader.ReaderError`, which names the file, shard and record.
+    """
+    reader = rd.OutputReader(path)
+    index = reader.index
+    stats = reader.json("stats.json")
+    for unit in reader.unit_sizes:
+        for _ in reader.batches(unit):
+            pass
     manifest = reader.manifest
     data = ReportData(path, manifest, stats, reader.unit_sizes, index.token_count, index.unit)
     declared = (manifest.get("units") or {}).get("declared_sizes") or list(reader.unit_sizes)
@@ -132,8 +135,7 @@ def _matplotlib():
         import matplotlib
         from matplotlib.figure import Figure
     except ImportError:
-        raise ReportError("the HTML report draws its charts with matplotlib: "
-                          "pip install 'mintdim-beam[report]' (or pip install matplotlib)") from None
+        raise ReportError("no_matplotlib") from None
     return matplotlib, Figure
 
 

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
+from . import messages as M
 from .record_checks import SAMPLE_INDEX, ReaderError
 
 SHARD_PATH = re.compile(r"^unit_(\d+)/shard_(\d+)\.bin$")
@@ -259,13 +260,13 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
         try:
             row = json.loads(raw)
         except ValueError:
-            row, message = None, "not valid JSON"
+            row, message = None, M.read_text("row_not_json")
         if row is not None:
             message = _row_problem(row)
         if message is not None:
             if problems is None:
-                raise ReaderError(f"{SAMPLE_INDEX} line {n}: {message}")
-            problems.append(IndexProblem(n, message))
+                raise ReaderError("row", file=SAMPLE_INDEX, line=n, detail=message)
+            problems.append(IndexProblem(n, message.en))
             continue
         m = SHARD_PATH.match(row["shard_path"])
         k = len(cols["sample_id"])
@@ -340,27 +341,28 @@ def _trimmed(arr: np.ndarray, n: int) -> np.ndarray:
         return arr[:n].copy()
 
 
-def _row_problem(row) -> Optional[str]:
+def _row_problem(row) -> Optional[M.Text]:
+    """What is wrong with one parsed row, in both languages; None when nothing is."""
     if not isinstance(row, dict):
-        return "row is not a JSON object"
+        return M.read_text("row_not_object")
     for key in _ROW_INTS:
         value = row.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _INT64_END:
             # the columns are int64: a larger value would be an OverflowError, not a problem
-            return f"{key} must be a non-negative integer below 2**63, got {value!r}"
+            return M.read_text("row_int", key=key, got=repr(value))
     if not isinstance(row.get("source_file"), str):
-        return "source_file must be a string"
+        return M.read_text("row_source_file")
     digest = row.get("hash")
     if not isinstance(digest, str) or len(digest) != 64 or not re.fullmatch(r"[0-9a-f]{64}", digest):
-        return f"hash must be 64 lowercase hex digits, got {digest!r}"
+        return M.read_text("row_hash", got=repr(digest))
     path = row.get("shard_path")
     m = SHARD_PATH.match(path) if isinstance(path, str) else None
     if m is None:
-        return f"shard_path must look like unit_<size>/shard_NNNNNN.bin, got {path!r}"
+        return M.read_text("row_shard_path", got=repr(path))
     if int(m.group(2)) >= 1 << 31:
-        return f"shard_path {path}: shard number above 2**31 - 1"
+        return M.read_text("row_shard_number", shard_path=path)
     if int(m.group(1)) != row["unit_size"]:
-        return f"shard_path {path} is not in unit_{row['unit_size']}"
+        return M.read_text("row_shard_unit", shard_path=path, unit=row["unit_size"])
     if not isinstance(row.get("empty_fields", []), list):
-        return "empty_fields must be a list"
+        return M.read_text("row_empty_fields")
     return None

@@ -69,7 +69,7 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
     try:
         reader = rd.OutputReader(meta.path, index=index)
     except rd.ReaderError as exc:   # e.g. two rows for one sample id (reported already)
-        chk.problem(rd.SAMPLE_INDEX, f"cannot re-tokenize: {exc}")
+        chk.problem(rd.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
         return
     for r in picks.tolist():
         sid = int(index.sample_id[r])

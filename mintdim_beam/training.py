@@ -92,7 +92,7 @@ class CausalLMDataset:
         if units is not None:
             missing = set(units) - set(reader.unit_sizes)
             if missing:
-                raise ReaderError(f"no unit {sorted(missing)} in {reader.path}; units: {list(reader.unit_sizes)}")
+                raise ReaderError("no_unit", reader.path, unit=sorted(missing), units=list(reader.unit_sizes))
             rows = rows[np.isin(ix.unit[rows], np.asarray(list(units), np.int64))]
         self._rows = np.asarray(rows, np.int64)
 

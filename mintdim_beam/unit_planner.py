@@ -226,7 +226,7 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     if reader.exists(manifest_path):
         manifest = reader.read_json(manifest_path)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("units") or {}, dict):
-            raise reader.ReaderError(f"{manifest_path}: must hold a JSON object with a units object")
+            raise reader.ReaderError("manifest_shape", file=manifest_path)
         sizes = (manifest.get("units") or {}).get("sizes")
     info = {"source": index_path, "rows": len(index), "truncated_restored": adjusted["truncate"],
             "skipped_added": adjusted["skip"], "current_sizes": sizes}

@@ -128,14 +128,14 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
     try:
         meta = rd.read_metadata(path)
     except rd.ReaderError as exc:
-        chk.problem(rd.MANIFEST, str(exc))
+        chk.problem(rd.MANIFEST, exc.reason)
         return chk.report
     files = {}
     for name in SUMMARY_FILES:
         try:
             files[name] = rd.read_json(rd.join(path, name))
         except rd.ReaderError as exc:
-            chk.problem(name, str(exc).replace(rd.join(path, name) + ": ", ""))
+            chk.problem(name, exc.reason.replace(rd.join(path, name) + ": ", ""))
     for name, size in _index_file_sizes(meta, chk).items():
         if size is None:
             chk.problem(name, "index file is missing")

@@ -287,7 +287,9 @@ def test_verify_of_a_missing_directory_is_an_error_not_a_finding(tmp_path, capsy
     code = main(["verify", str(tmp_path / "no_such_dir")])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.strip() == f"mintdim-beam verify: no such directory: {tmp_path / 'no_such_dir'}"
+    missing = tmp_path / "no_such_dir"
+    assert err.strip() == (f"[english] DatasetAccessError: mintdim-beam verify: no such directory: {missing}\n\n"
+                           f"[vietnam] DatasetAccessError: mintdim-beam verify: không có thư mục này: {missing}")
 
 
 def test_usage_errors_exit_64_from_the_installed_command(job_dir, tok):

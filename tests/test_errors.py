@@ -10,6 +10,7 @@ import pickle
 import pytest
 
 from mintdim_beam import errors as E
+from mintdim_beam import messages as M
 from mintdim_beam.errors import MintDimError, error_from_dict
 
 # ---------------------------------------------------------------------------
@@ -845,6 +846,57 @@ Quy tắc:
 • mỗi samples_per_shard[i] phải là số nguyên dương
 • len(samples_per_shard) == 1 hoặc len(samples_per_shard) == số lượng file""",
     ),
+    # reading a dataset back: one line per language, the location first
+    "reader_record": (
+        lambda: E.ReaderError("record", "out", shard="unit_16/shard_000002.bin", record=7, sample_id=40, line=41,
+                              detail=M.joined([M.read_text("magic", got=0x12, want=0xFFFF),
+                                               M.read_text("vocab", id=900, at=2, vocab=800)])),
+        """[english] ReaderError: out: unit_16/shard_000002.bin record 7 (sample 40, sample_index.jsonl line 41): \
+magic is 0x12, expected 0xffff; token id 900 at payload position 2 is >= the vocabulary size 800 (manifest.json)
+
+[vietnam] ReaderError: out: unit_16/shard_000002.bin bản ghi 7 (sample 40, sample_index.jsonl dòng 41): \
+magic là 0x12, đúng ra phải là 0xffff; token id 900 ở vị trí payload 2 >= kích thước vocabulary 800 (manifest.json)""",
+    ),
+    "reader_truncated_shard": (
+        lambda: E.ReaderError("shard_truncated", "out", shard="unit_16/shard_000000.bin", size=100, record_bytes=36),
+        """[english] ReaderError: out: unit_16/shard_000000.bin: 100 bytes is not a whole number of 36-byte records \
+(truncated or corrupt shard)
+
+[vietnam] ReaderError: out: unit_16/shard_000000.bin: 100 byte không phải là một số nguyên lần bản ghi 36 byte \
+(shard bị cắt cụt hoặc bị hỏng)""",
+    ),
+    "reader_no_unit": (
+        lambda: E.ReaderError("no_unit", "out", unit=8, units=[16, 32]),
+        """[english] ReaderError: no unit 8 in out; units: [16, 32]
+
+[vietnam] ReaderError: không có unit 8 trong out; các unit: [16, 32]""",
+    ),
+    "report_no_matplotlib": (
+        lambda: E.ReportError("no_matplotlib"),
+        """[english] ReportError: the HTML report draws its charts with matplotlib: \
+pip install 'mintdim-beam[report]' (or pip install matplotlib)
+
+[vietnam] ReportError: report HTML vẽ biểu đồ bằng matplotlib: \
+pip install 'mintdim-beam[report]' (hoặc pip install matplotlib)""",
+    ),
+    "reader_no_manifest": (
+        lambda: E.ReaderError("no_manifest", "out"),
+        """[english] ReaderError: out: no manifest.json; not a published mintdim output
+
+[vietnam] ReaderError: out: không có manifest.json; đây không phải output mintdim đã publish""",
+    ),
+    "dataset_access_missing": (
+        lambda: E.DatasetAccessError("no_directory", command="verify", paths="a, b"),
+        """[english] DatasetAccessError: mintdim-beam verify: no such directory: a, b
+
+[vietnam] DatasetAccessError: mintdim-beam verify: không có thư mục này: a, b""",
+    ),
+    "dataset_access_failed": (
+        lambda: E.DatasetAccessError("command_failed", command="report", why="[Errno 13] Permission denied: 'r.html'"),
+        """[english] DatasetAccessError: mintdim-beam report: [Errno 13] Permission denied: 'r.html'
+
+[vietnam] DatasetAccessError: mintdim-beam report thất bại: [Errno 13] Permission denied: 'r.html'""",
+    ),
 }
 
 ALL_CASES = {**SPEC_CASES, **EXTRA_CASES}
@@ -870,6 +922,9 @@ def _error_class_names():
         "OutputValidationError",
         "TokenDTypeCapacityError",
         "SamplesPerShardError",
+        "ReaderError",
+        "ReportError",
+        "DatasetAccessError",
     ]
 
 
@@ -1107,3 +1162,17 @@ def test_beam_does_not_rewrap_errors():
     # Beam rebuilds untagged DoFn exceptions as type(exn)(message), which constructors
     # taking facts cannot accept; tagged exceptions are re-raised unchanged.
     assert getattr(E.UnitValidationError(), "_tagged_with_step", False) is True
+
+
+def test_reading_errors_keep_where_they_happened():
+    """A reader error keeps the shard, record and sample it names, as facts that survive
+    pickling (a data loader's worker process) and JSON."""
+    err = EXTRA_CASES["reader_record"][0]()
+    assert isinstance(err, MintDimError)
+    assert (err.kind, err.path, err.shard, err.record, err.sample_id, err.line) == (
+        "record", "out", "unit_16/shard_000002.bin", 7, 40, 41)
+    assert err.reason == err.english[len("ReaderError: "):]
+    rebuilt = pickle.loads(pickle.dumps(err))
+    assert (rebuilt.shard, rebuilt.record, rebuilt.sample_id) == (err.shard, err.record, err.sample_id)
+    with pytest.raises(TypeError, match="unknown kind"):
+        E.ReaderError("no_such_problem", "out")

@@ -432,11 +432,15 @@ def test_flipped_header_length_is_refused(corrupt):
     copy, patch = corrupt
     patch(0, 1, 4, delta=-1)                      # sample 3: answer one token short
     err = _every_read_raises(copy, 3, "token_count")
-    assert str(err) == (f"{copy}: unit_48/shard_000000.bin record 1 (sample 3, sample_index.jsonl line 4): "
-                        f"segment lengths {err.args[0].split('segment lengths ')[1].split(' sum')[0]} sum to 28, "
-                        f"sample_index.jsonl says token_count 29; payload slot 28 holds "
-                        f"{str(err).split('slot 28 holds ')[1].split(' ')[0]} after the 28 written tokens, "
-                        f"expected the pad id 0")
+    lengths = err.reason.split('segment lengths ')[1].split(' sum')[0]
+    held = err.reason.split('slot 28 holds ')[1].split(' ')[0]
+    assert err.english == (f"ReaderError: {copy}: unit_48/shard_000000.bin record 1 (sample 3, sample_index.jsonl "
+                           f"line 4): segment lengths {lengths} sum to 28, sample_index.jsonl says token_count 29; "
+                           f"payload slot 28 holds {held} after the 28 written tokens, expected the pad id 0")
+    assert err.vietnamese == (f"ReaderError: {copy}: unit_48/shard_000000.bin bản ghi 1 (sample 3, "
+                              f"sample_index.jsonl dòng 4): tổng độ dài các segment {lengths} là 28, nhưng "
+                              f"sample_index.jsonl ghi token_count 29; slot payload 28 chứa {held} sau 28 token đã "
+                              f"ghi, đúng ra phải là pad id 0")
     assert (err.shard, err.record, err.sample_id) == ("unit_48/shard_000000.bin", 1, 3)
     from mintdim_beam.reader import open_output
 
@@ -447,8 +451,10 @@ def test_token_id_beyond_the_vocabulary_is_refused(corrupt):
     copy, patch = corrupt
     patch(0, 3, 1 + N_SEG + 2, value=900)         # sample 5, vocab is 800
     err = _every_read_raises(copy, 5, "vocabulary")
-    assert str(err).endswith("unit_48/shard_000000.bin record 3 (sample 5, sample_index.jsonl line 6): "
-                             "token id 900 at payload position 2 is >= the vocabulary size 800 (manifest.json)")
+    assert err.english.endswith("unit_48/shard_000000.bin record 3 (sample 5, sample_index.jsonl line 6): "
+                                "token id 900 at payload position 2 is >= the vocabulary size 800 (manifest.json)")
+    assert err.vietnamese.endswith("unit_48/shard_000000.bin bản ghi 3 (sample 5, sample_index.jsonl dòng 6): "
+                                   "token id 900 ở vị trí payload 2 >= kích thước vocabulary 800 (manifest.json)")
 
 
 def test_swapped_index_rows_are_refused(corrupt):
@@ -584,7 +590,7 @@ def test_an_index_missing_rows_is_refused_when_the_index_loads(tmp_path, built):
         reader = open_output(path)
         with pytest.raises(ReaderError) as exc:
             len(reader)
-        assert str(exc.value) == (f"{path}: sample_index.jsonl has {got} rows for unit {at}, stats.json counts "
+        assert exc.value.reason == (f"{path}: sample_index.jsonl has {got} rows for unit {at}, stats.json counts "
                                   f"{counts[at] if got == 0 else counts[unit]} samples there (rows deleted or the "
                                   f"index replaced)")
 
@@ -604,6 +610,6 @@ def test_a_unit_whose_shard_files_disagree_with_its_samples_is_refused_at_open(t
     with pytest.raises(ReaderError) as exc:
         open_output(path)
     n = held.format(n_1=want - 1, n_plus=want + 1)
-    assert str(exc.value) == (f"{path}: unit_{unit} holds {n} shard files, but its {info['samples']} samples "
+    assert exc.value.reason == (f"{path}: unit_{unit} holds {n} shard files, but its {info['samples']} samples "
                               f"(stats.json) at samples_per_shard={SAMPLES_PER_SHARD} fill {want} (shard_000000.bin "
                               f"to shard_{want - 1:06d}.bin): shards were deleted, added or renamed")

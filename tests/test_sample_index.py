@@ -79,8 +79,11 @@ def test_chunked_parse_gives_every_row_and_problem(chunk):
     assert_columns(ix, good)
     assert [p.line for p in problems] == [n for n, _ in bad]
     assert all(isinstance(p, IndexProblem) and p.message.startswith(why) for p, (_, why) in zip(problems, bad))
-    with pytest.raises(ReaderError, match=r"^sample_index\.jsonl line 14: not valid JSON$"):
+    with pytest.raises(ReaderError) as exc:
         parse_sample_index(data, chunk_bytes=chunk)
+    assert str(exc.value) == ("[english] ReaderError: sample_index.jsonl line 14: not valid JSON\n\n"
+                              "[vietnam] ReaderError: sample_index.jsonl dòng 14: không phải JSON hợp lệ")
+    assert (exc.value.file, exc.value.line) == ("sample_index.jsonl", 14)
 
 
 @pytest.mark.parametrize("cut", [1, 3, 97, 4096])

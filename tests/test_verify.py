@@ -523,7 +523,10 @@ def test_a_failure_marker_beside_the_manifest_is_refused(copy, capsys):
     assert messages(verify_output(str(d))) == [f"manifest.json: {want}"]
     with pytest.raises(ReaderError) as exc:
         open_output(str(d))
-    assert str(exc.value) == want
+    assert exc.value.reason == want
+    assert exc.value.vietnamese == (f"ReaderError: {d}: có UNIT_BUILD_FAILED.md cạnh manifest.json: một build đã "
+                                    f"thất bại trong thư mục này, nên đây không phải dataset hoàn chỉnh; hãy build "
+                                    f"lại vào một thư mục rỗng")
     assert consumer_main(["verify", str(d)]) == 1
     assert consumer_main(["export", str(d), str(d.parent / "exported"), "--format", "parquet"]) == 2
     assert "UNIT_BUILD_FAILED.md beside manifest.json" in capsys.readouterr().err
