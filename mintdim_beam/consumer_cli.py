@@ -261,13 +261,13 @@ def _inspect(args) -> int:
     out = rd.OutputReader(args.dir)
     if args.shard is not None:
         if args.record is None:
-            raise ValueError("--shard needs --record K")
+            raise DatasetAccessError("shard_needs_record", command="inspect")
         sample = out.sample_at(args.shard, args.record)
     else:
         try:
             sample = out.sample(args.sample_id)
         except KeyError:
-            raise ValueError(_why_missing(out, args.sample_id)) from None
+            raise _why_missing(out, args.sample_id) from None
     tok, note = _load_tokenizer(out, args.tokenizer)
     info = _describe(out, sample, tok)
     if args.json:
@@ -339,7 +339,7 @@ def _describe(out, sample, tok) -> dict:
     return info
 
 
-def _why_missing(out, sample_id: int) -> str:
+def _why_missing(out, sample_id: int) -> DatasetAccessError:
     """Say why a sample id has no record: a bad record, an overflow skip, or out of range."""
     from . import reader as rd
 
@@ -348,13 +348,15 @@ def _why_missing(out, sample_id: int) -> str:
             if isinstance(row, dict) and row.get("sample_id") == sample_id:
                 where = f"{row.get('source_file')}:{row.get('source_line')}"
                 if name.startswith("bad"):
-                    return f"sample {sample_id} ({where}) is a bad record with no shard record: " \
-                           f"{row.get('error')}: {row.get('reason')}"
-                return f"sample {sample_id} ({where}) was dropped by the overflow policy " \
-                       f"({row.get('action')}, {row.get('token_count')} tokens)"
+                    return DatasetAccessError("bad_record_sample", command="inspect", sample_id=sample_id,
+                                              where=where, error=row.get("error"), why=row.get("reason"))
+                return DatasetAccessError("dropped_sample", command="inspect", sample_id=sample_id, where=where,
+                                          action=row.get("action"), count=row.get("token_count"))
     ids = out.sample_ids
-    span = f"{int(ids[0])}..{int(ids[-1])}" if len(ids) else "none"
-    return f"sample {sample_id} has no record in {out.path} (written sample ids: {span})"
+    if not len(ids):
+        return DatasetAccessError("no_sample_written", out.path, command="inspect", sample_id=sample_id)
+    return DatasetAccessError("no_sample", out.path, command="inspect", sample_id=sample_id, first=int(ids[0]),
+                              last=int(ids[-1]))
 
 
 # --------------------------------------------------------------------------- plan
@@ -369,6 +371,10 @@ def _plan(args, beam_args: list) -> int:
     if is_job_file(source):
         plans = _job_histograms(source, args, beam_args)
     else:
+        from . import reader
+
+        if not source.endswith(".jsonl") and not _is_directory(source, reader):
+            raise DatasetAccessError("no_directory", command="plan", paths=source)
         hist, info = dataset_length_histogram(source)
         notes = []
         if info["truncated_restored"] or info["skipped_added"]:
@@ -382,7 +388,7 @@ def _plan(args, beam_args: list) -> int:
             continue
         k = args.k or (len(current) if current else None)
         if not k:
-            raise ValueError("give -k K: there are no current sizes to take the count from")
+            raise DatasetAccessError("plan_needs_k", command="plan")
         suggested = optimal_sizes(hist, k, args.multiple)
         best = fit(hist, suggested)
         now = fit(hist, current) if current else None
@@ -462,9 +468,9 @@ def _parse_sizes(text: str) -> list:
     try:
         sizes = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise ValueError(f"--sizes must be comma-separated integers, got {text!r}") from None
+        raise DatasetAccessError("sizes_not_integers", command="plan", got=repr(text)) from None
     if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0:
-        raise ValueError(f"--sizes must be ascending positive integers, got {text!r}")
+        raise DatasetAccessError("sizes_not_ascending", command="plan", got=repr(text))
     return sizes
 
 

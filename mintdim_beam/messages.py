@@ -834,6 +834,33 @@ READ_PROBLEMS = {
     "no_directory": Text("mintdim-beam {command}: no such directory: {paths}",
                          "mintdim-beam {command}: không có thư mục này: {paths}"),
     "command_failed": Text("mintdim-beam {command}: {why}", "mintdim-beam {command} thất bại: {why}"),
+    "shard_needs_record": Text("mintdim-beam {command}: --shard needs --record K",
+                               "mintdim-beam {command}: --shard cần đi kèm --record K"),
+    "bad_record_sample": Text(
+        "mintdim-beam {command}: sample {sample_id} ({where}) is a bad record with no shard record: {error}: {why}",
+        "mintdim-beam {command}: sample {sample_id} ({where}) là bad record, không có bản ghi nào trong shard: "
+        "{error}: {why}"),
+    "dropped_sample": Text(
+        "mintdim-beam {command}: sample {sample_id} ({where}) was dropped by the overflow policy ({action}, "
+        "{count} tokens)",
+        "mintdim-beam {command}: sample {sample_id} ({where}) đã bị overflow policy loại bỏ ({action}, "
+        "{count} token)"),
+    "no_sample": Text(
+        "mintdim-beam {command}: sample {sample_id} has no record in {path} (written sample ids: {first}..{last})",
+        "mintdim-beam {command}: sample {sample_id} không có bản ghi nào trong {path} (các sample id đã ghi: "
+        "{first}..{last})"),
+    "no_sample_written": Text(
+        "mintdim-beam {command}: sample {sample_id} has no record in {path} (written sample ids: none)",
+        "mintdim-beam {command}: sample {sample_id} không có bản ghi nào trong {path} (không có sample nào được "
+        "ghi)"),
+    "sizes_not_integers": Text("mintdim-beam {command}: --sizes must be comma-separated integers, got {got}",
+                               "mintdim-beam {command}: --sizes phải là các số nguyên cách nhau bởi dấu phẩy, "
+                               "hiện tại là {got}"),
+    "sizes_not_ascending": Text("mintdim-beam {command}: --sizes must be ascending positive integers, got {got}",
+                                "mintdim-beam {command}: --sizes phải là các số nguyên dương tăng dần, hiện tại "
+                                "là {got}"),
+    "plan_needs_k": Text("mintdim-beam {command}: give -k K: there are no current sizes to take the count from",
+                         "mintdim-beam {command}: hãy cho -k K: không có sizes hiện tại để lấy số lượng unit"),
     # an error re-raised from its text alone (a DataLoader worker's): the text holds both blocks
     "relayed": Text("{text}", "lỗi được chuyển tiếp từ một tiến trình khác; nội dung gốc, bằng cả hai ngôn ngữ, "
                               "nằm trong khối [english]"),

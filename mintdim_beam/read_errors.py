@@ -95,6 +95,8 @@ class ReportError(_ReadingError):
 
 class DatasetAccessError(_ReadingError):
     """A consumer command (``verify``, ``inspect``, ``plan``, ``report``, ``export``)
-    cannot use what it was given: ``no_directory`` (no dataset at the ``paths``), or
-    ``command_failed`` with the system's or the check's own words as ``why`` (a file
-    that cannot be written, a sample id the dataset does not hold, ...)."""
+    cannot do what it was asked: ``no_directory`` (no dataset at the ``paths``), a
+    sample id with no record (``bad_record_sample``, ``dropped_sample``, ``no_sample``),
+    an option it cannot use (``shard_needs_record``, ``sizes_not_integers``, ...), or
+    ``command_failed`` with the system's own words as ``why`` (a file that cannot be
+    written, ...). ``command`` names the command."""

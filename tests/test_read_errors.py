@@ -226,3 +226,24 @@ def test_a_data_loader_worker_re_raises_a_reader_error(built, tmp_path):
     assert "magic là 0x1234, đúng ra phải là 0xffff" in err.english      # the worker's [vietnam] block
     assert err.vietnamese == ("ReaderError: lỗi được chuyển tiếp từ một tiến trình khác; nội dung gốc, bằng cả "
                               "hai ngôn ngữ, nằm trong khối [english]")
+
+
+@pytest.mark.parametrize("argv, english, vietnamese", [
+    (["inspect", "{d}", "--sample-id", "99"],
+     "mintdim-beam inspect: sample 99 has no record in {d} (written sample ids: 0..13)",
+     "mintdim-beam inspect: sample 99 không có bản ghi nào trong {d} (các sample id đã ghi: 0..13)"),
+    (["inspect", "{d}", "--shard", SHARD],
+     "mintdim-beam inspect: --shard needs --record K", "mintdim-beam inspect: --shard cần đi kèm --record K"),
+    (["plan", "{d}", "--sizes", "32,16"],
+     "mintdim-beam plan: --sizes must be ascending positive integers, got '32,16'",
+     "mintdim-beam plan: --sizes phải là các số nguyên dương tăng dần, hiện tại là '32,16'"),
+    (["plan", "{d}/gone"],
+     "mintdim-beam plan: no such directory: {d}/gone", "mintdim-beam plan: không có thư mục này: {d}/gone"),
+])
+def test_a_command_s_own_refusal_is_bilingual(built, capsys, argv, english, vietnamese):
+    capsys.readouterr()
+    assert main([a.format(d=built) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert not out
+    assert err.strip() == (f"[english] DatasetAccessError: {english.format(d=built)}\n\n"
+                           f"[vietnam] DatasetAccessError: {vietnamese.format(d=built)}")
