@@ -21,9 +21,6 @@ from typing import Any, Mapping, Optional
 from mintdim_beam import messages as M
 from mintdim_beam.error_base import MintDimError, _facts
 
-# facts that say where the problem is, rendered in front of the problem text
-_WHERE = ("path", "file", "shard", "record", "sample_id", "line")
-
 
 class _ReadingError(MintDimError):
     """One line per language: the location facts, then ``READ_PROBLEMS[kind]``."""
