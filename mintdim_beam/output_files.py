@@ -165,17 +165,22 @@ def index_sizes(path: str, name: str, manifest: Optional[dict] = None) -> dict:
 PREFETCH = 8
 
 
-def read_files(paths: list) -> Iterator[tuple[str, Optional[bytes]]]:
+def read_files(paths: list, dataset: Optional[str] = None) -> Iterator[tuple[str, Optional[bytes]]]:
     """``(path, bytes, or None when it is absent)`` of each file, in order. Remote files
     are fetched ``PREFETCH`` ahead on threads, one request each on ``s3://``
-    (``storage.read_bytes``); local ones are read as they come."""
+    (``storage.read_bytes``); local ones are read as they come. A local file that is
+    there but cannot be read is a `ReaderError` naming it (relative to ``dataset``
+    when given)."""
     paths = list(paths)
     if len(paths) <= 1 or all(is_local(p) for p in paths):
         for p in paths:
             try:
-                yield p, read_bytes(p)
+                data = read_bytes(p)
             except FileNotFoundError:
-                yield p, None
+                data = None
+            except OSError as exc:
+                raise unreadable(dataset, p, exc) from None
+            yield p, data
         return
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
@@ -199,10 +204,21 @@ def read_files(paths: list) -> Iterator[tuple[str, Optional[bytes]]]:
             yield p, fetched.result()
 
 
+def unreadable(dataset: Optional[str], full: str, exc: OSError) -> ReaderError:
+    """A file that is there in some form but cannot be read: its folder is a file, a
+    directory stands in its place, a link loops, ... Named relative to ``dataset``
+    (when known), with the system's words."""
+    base = join(dataset, "") if dataset is not None else None
+    if base is not None and full.startswith(base):
+        return ReaderError("unreadable", dataset, file=full[len(base):].replace(os.sep, "/"),
+                           why=exc.strerror or str(exc))
+    return ReaderError("unreadable", file=full, why=exc.strerror or str(exc))
+
+
 def _index_parts(path: str, name: str, manifest: Optional[dict]) -> Iterator[bytes]:
     """The bytes of each of an index's files in order (FileNotFoundError names a
-    missing one)."""
-    for part, data in read_files(index_paths(path, name, manifest)):
+    missing one, `ReaderError` one that cannot be read)."""
+    for part, data in read_files(index_paths(path, name, manifest), path):
         if data is None:
             raise FileNotFoundError(errno.ENOENT, "Not found", part)
         yield data
@@ -216,20 +232,28 @@ def read_index(path: str, name: str, manifest: Optional[dict] = None) -> bytes:
 
 def index_pieces(path: str, name: str, manifest: Optional[dict] = None) -> Iterator[bytes]:
     """The bytes of an index file (its parts in order) a few MB at a time, so that a
-    parser never holds the whole text (FileNotFoundError names a missing file or part).
-    Remote parts are fetched ahead, whole (each is one block's rows)."""
+    parser never holds the whole text (FileNotFoundError names a missing file or part,
+    `ReaderError` one that cannot be read). Remote parts are fetched ahead, whole (each
+    is one block's rows)."""
     paths = index_paths(path, name, manifest)
     if len(paths) > 1 and not all(is_local(p) for p in paths):
         yield from _index_parts(path, name, manifest)
         return
     for part in paths:
-        yield from file_pieces(part)
+        yield from file_pieces(part, dataset=path)
 
 
-def file_pieces(path: str, size: int = 8 << 20) -> Iterator[bytes]:
-    """A file's bytes, ``size`` at a time (remote paths through Beam's ``FileSystems``)."""
+def file_pieces(path: str, size: int = 8 << 20, dataset: Optional[str] = None) -> Iterator[bytes]:
+    """A file's bytes, ``size`` at a time (remote paths through Beam's ``FileSystems``).
+    A local file that is there but cannot be read (FileNotFoundError aside) is a
+    `ReaderError` naming it, relative to ``dataset`` when given."""
     if is_local(path):
-        f = open(path, "rb")
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            raise
+        except OSError as exc:    # its folder is a file, a directory in its place, ...
+            raise unreadable(dataset, path, exc) from None
     else:
         from apache_beam.io.filesystem import CompressionTypes
         from apache_beam.io.filesystems import FileSystems
@@ -237,7 +261,10 @@ def file_pieces(path: str, size: int = 8 << 20) -> Iterator[bytes]:
         f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     with f:
         while True:
-            piece = f.read(size)
+            try:
+                piece = f.read(size)
+            except OSError as exc:
+                raise unreadable(dataset, path, exc) from None
             if not piece:
                 return
             yield piece
@@ -248,7 +275,7 @@ def iter_index(path: str, name: str, manifest: Optional[dict] = None) -> Iterato
     across parts, lines are numbered as in their concatenation. An absent index (or
     part) has no rows: ``verify`` reports it as missing on its own."""
     first = 1
-    for _, data in read_files(index_paths(path, name, manifest)):
+    for _, data in read_files(index_paths(path, name, manifest), path):
         if data is None:
             continue
         yield from _jsonl_rows(data, first)

@@ -236,7 +236,7 @@ class OutputReader:
                     raise FileNotFoundError(errno.ENOENT, "Not found", full)
                 digest.update(data)
             else:
-                for piece in file_pieces(full):
+                for piece in file_pieces(full, dataset=self.path):
                     digest.update(piece)
             if self._sums.get(rel) != digest.hexdigest():
                 problem = checksum_problem(rel, read_bytes(full), self._sums)   # words it

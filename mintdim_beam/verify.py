@@ -137,7 +137,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
         except rd.ReaderError as exc:
             chk.problem(name, exc.reason.replace(rd.join(path, name) + ": ", ""))
     for name, size in _index_file_sizes(meta, chk).items():
-        if size is None:
+        if size is None and not _unreadable_index(chk, meta, name):
             chk.problem(name, "index file is missing")
 
     sums = _read_checksums(chk, meta) if checksums else None
@@ -148,6 +148,8 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
     try:
         index = rd.parse_sample_index_pieces(rd.index_pieces(path, rd.SAMPLE_INDEX, meta.manifest), index_problems)
     except FileNotFoundError:
+        index = rd.parse_sample_index(b"")
+    except rd.ReaderError:     # a part that cannot be read: listed with the index files above
         index = rd.parse_sample_index(b"")
     for p in index_problems:
         chk.problem(rd.SAMPLE_INDEX, p.message, line=p.line)
@@ -357,7 +359,10 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
         elif got is None:
             if not rd.exists(path):
                 continue           # reported as missing already
-            got = _file_sha256(path)
+            try:
+                got = _file_sha256(path)
+            except OSError:
+                continue           # not a file (a directory in its place): reported already
         want = sums.get(name)
         if want is None:
             chk.problem(name, f"{CHECKSUMS} has no line for this file")
@@ -410,6 +415,30 @@ def _index_file_sizes(meta: rd.Metadata, chk: Optional[_Checker] = None) -> dict
         if parts and local and os.path.lexists(rd.join(meta.path, name)):
             chk.problem(name, f"stray file: the manifest publishes this index as parts in {stem}/")
     return sizes
+
+
+def _unreadable_index(chk: _Checker, meta: rd.Metadata, name: str) -> bool:
+    """Whether index file ``name`` (relative), absent by its size, is there in some
+    form on a local disk: a directory in its place, or its parts folder a file. Then
+    it is listed as unreadable, with the system's words, rather than as missing."""
+    full = rd.join(meta.path, *name.split("/"))
+    if not rd.is_local(full):
+        return False
+    folder = os.path.dirname(full)
+    if folder != rd.join(meta.path, "").rstrip(os.sep) and os.path.lexists(folder) and not os.path.isdir(folder):
+        if not any(p.file == name.split("/")[0] for p in chk.report.problems):
+            chk.problem(name.split("/")[0], "not a directory: manifest.json publishes this index as parts "
+                                            "in this folder")
+        return True
+    if os.path.lexists(full) and not os.path.isfile(full):
+        try:
+            with open(full, "rb"):
+                why = "not a regular file"
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        chk.problem(name, f"cannot be read ({why}; an index file is a file of JSON lines)")
+        return True
+    return False
 
 
 def _file_sha256(path: str) -> str:
@@ -490,12 +519,15 @@ def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
               "overflow_samples": 0, "bad_records": 0}
 
     def rows(name, keyed=True):
-        for n, row in rd.iter_index(meta.path, name, meta.manifest):
-            if not isinstance(row, dict) or (keyed and not isinstance(row.get("sample_id"), int)):
-                chk.problem(name, "row is not a JSON object" + (" with an integer sample_id" if keyed else ""),
-                            line=n)
-                continue
-            yield n, row
+        try:
+            for n, row in rd.iter_index(meta.path, name, meta.manifest):
+                if not isinstance(row, dict) or (keyed and not isinstance(row.get("sample_id"), int)):
+                    chk.problem(name, "row is not a JSON object" + (" with an integer sample_id" if keyed else ""),
+                                line=n)
+                    continue
+                yield n, row
+        except rd.ReaderError:
+            return      # a file that cannot be read: listed with the index files
 
     last = -1
     for n, row in rows("duplicate_index.jsonl", keyed=False):
