@@ -758,8 +758,15 @@ READ_PROBLEMS = {
         "sample_index.jsonl có dòng cho unit {unit}, nhưng units.sizes {sizes} trong manifest.json không có unit này"),
     "index_duplicate": Text("sample_index.jsonl lines {first} and {second} both describe sample {sample_id}",
                             "dòng {first} và dòng {second} của sample_index.jsonl cùng mô tả sample {sample_id}"),
+    "index_order": Text(
+        "sample_id {sample_id} follows sample_id {previous}: rows are written in ascending sample_id (lines "
+        "swapped, moved or edited)",
+        "sample_id {sample_id} đứng sau sample_id {previous}: các dòng được ghi theo sample_id tăng dần (các dòng "
+        "đã bị đổi chỗ, di chuyển hoặc sửa)"),
     "row": Text("{detail}", "{detail}"),
     "row_not_json": Text("not valid JSON", "không phải JSON hợp lệ"),
+    "row_blank": Text("blank line: the build never writes one (a line was inserted or the file edited)",
+                      "dòng trống: build không bao giờ ghi dòng trống (một dòng đã bị chèn vào hoặc file đã bị sửa)"),
     "row_not_object": Text("row is not a JSON object", "dòng không phải JSON object"),
     "row_int": Text("{key} must be a non-negative integer below 2**63, got {got}",
                     "{key} phải là số nguyên không âm nhỏ hơn 2**63, hiện tại là {got}"),

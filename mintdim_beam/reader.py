@@ -204,9 +204,39 @@ class OutputReader:
                                                   size_hint=self._index_bytes())
             except FileNotFoundError as exc:
                 raise ReaderError("no_index", self.path, why=exc.filename or str(exc)) from None
+            except ReaderError as exc:
+                if exc.path is not None:
+                    raise
+                # a bad row: the parser knows its line, not the dataset's path
+                raise ReaderError(**dict(exc.fields, path=self.path)) from None
             self._set_index(index)
-            self._check_index_counts()
+            try:
+                self._check_index_order()
+                self._check_index_counts()
+                self._check_index_places()
+            except ReaderError:
+                self._index = None      # every later read is refused the same way
+                raise
         return self._index
+
+    def _check_index_order(self) -> None:
+        """Rows in ascending sample_id, as the build writes them (DESIGN.md §4): two
+        lines swapped or moved are refused at load, not read in the order they claim."""
+        if self._order is None:
+            return
+        ids, lines = self._index.sample_id, self._index.row_line
+        k = int(np.argmax(ids[1:] <= ids[:-1]))
+        raise ReaderError("index_order", self.path, file=SAMPLE_INDEX, line=int(lines[k + 1]),
+                          sample_id=int(ids[k + 1]), previous=int(ids[k]))
+
+    def _check_index_places(self) -> None:
+        """Each row's ``shard_path`` and ``shard_record`` are the place its rank among its
+        unit's sample ids gives (records of a unit are in ascending sample_id): checked
+        for every row at load, with numpy, so a row pointing at another shard of its
+        unit is refused before any read, not only when that row is read."""
+        wrong = np.flatnonzero(self._index.positions(self.meta.samples_per_shard) != self._rank)
+        if len(wrong):
+            self._check_place(wrong[:1])
 
     def _check_index_counts(self) -> None:
         """The index's rows per unit against the samples ``stats.json`` counts: rows

@@ -253,8 +253,16 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
     cols = {name: [] for name, _ in _COLUMNS}
     digests: list = []
     empty: dict = {}
-    for n, raw in enumerate(text.split(b"\n"), start=first_line):
+    lines = text.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()         # after the newline that ends the chunk's last line: no line
+    for n, raw in enumerate(lines, start=first_line):
         if not raw.strip():
+            # the writer never writes one: a line inserted, or two rows' text run together
+            message = M.read_text("row_blank")
+            if problems is None:
+                raise ReaderError("row", file=SAMPLE_INDEX, line=n, detail=message)
+            problems.append(IndexProblem(n, message.en))
             continue
         message = None
         try:

@@ -138,3 +138,87 @@ def test_an_index_file_replaced_by_a_directory_is_named(builds, tmp_path, capsys
     assert code == 1
     for name in ("unk_index.jsonl", "duplicate_index.jsonl"):
         assert f"{d}: {name}: cannot be read (Is a directory; an index file is a file of JSON lines)" in out
+
+
+# --------------------------------------------------------------------------- 3-5. sample_index.jsonl rows
+
+
+def test_a_blank_line_in_the_index_is_refused(builds, tmp_path, capsys):
+    d = _copy(builds, "file", tmp_path)
+    path = d / "sample_index.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join(lines[:1] + [b""] + lines[1:]))
+    english = f"{d}: sample_index.jsonl line 2: blank line: the build never writes one"
+    vietnamese = f"{d}: sample_index.jsonl dòng 2: dòng trống: build không bao giờ ghi dòng trống"
+    err = _reader_refuses(d, english, vietnamese)
+    assert (err.path, err.file, err.line) == (str(d), "sample_index.jsonl", 2)
+    _refused(capsys, ["inspect", d, "--sample-id", "5"], english, vietnamese=vietnamese)
+    code, out = _verify(capsys, d, "--no-checksums")
+    assert code == 1 and f"{d}: sample_index.jsonl line 2: blank line: the build never writes one" in out
+
+
+def test_a_blank_line_in_a_part_is_refused(builds, tmp_path):
+    d = _copy(builds, "parts", tmp_path)
+    first = (d / "sample_index" / "part-00000.jsonl").read_bytes().count(b"\n")
+    part = d / "sample_index" / "part-00001.jsonl"
+    part.write_bytes(b"\n" + part.read_bytes())
+    _reader_refuses(d, f"sample_index.jsonl line {first + 1}: blank line", "dòng trống")
+
+
+def _other_shard(rows: list) -> int:
+    """A row of the first unit with a later shard of that unit: its ``shard_path`` is
+    set to shard 0 of the unit (same unit, same record number, another shard)."""
+    k = next(k for k, r in enumerate(rows) if r["shard_path"].endswith("shard_000001.bin"))
+    rows[k]["shard_path"] = rows[k]["shard_path"].replace("shard_000001.bin", "shard_000000.bin")
+    return k
+
+
+def _other_unit(rows: list) -> int:
+    """A row's ``shard_path`` set to the same shard of another unit (its unit_size kept)."""
+    k = 3
+    other = next(s for s in SIZES if s != rows[k]["unit_size"])
+    rows[k]["shard_path"] = f"unit_{other}/" + rows[k]["shard_path"].split("/")[1]
+    return k
+
+
+@pytest.mark.parametrize("edit", [_other_shard, _other_unit])
+def test_a_row_pointing_at_another_shard_is_refused_when_the_index_loads(builds, tmp_path, capsys, edit):
+    from mintdim_beam.reader import open_output
+
+    d = _copy(builds, "file", tmp_path)
+    rows = _rows(d / "sample_index.jsonl")
+    k = edit(rows)
+    _write_rows(d / "sample_index.jsonl", rows)
+    elsewhere = next(r["sample_id"] for r in rows if r["unit_size"] != rows[k]["unit_size"])
+    reader = open_output(str(d))
+    with pytest.raises(ReaderError) as caught:
+        reader.sample(elsewhere)          # a sound row: the index is refused as it loads
+    err = caught.value
+    assert err.path == str(d) and str(err).startswith(f"[english] ReaderError: {d}: ")
+    if edit is _other_shard:
+        assert (err.sample_id, err.line) == (rows[k]["sample_id"], k + 1)
+        assert "the index row points elsewhere (rows swapped or edited)" in err.english
+        assert "dòng index lại trỏ tới chỗ khác" in err.vietnamese
+    else:
+        assert f"sample_index.jsonl line {k + 1}: shard_path {rows[k]['shard_path']} is not in unit_" in err.english
+        assert f"sample_index.jsonl dòng {k + 1}: shard_path" in err.vietnamese
+    _refused(capsys, ["inspect", d, "--sample-id", elsewhere], str(d), f"line {k + 1}")
+
+
+def test_rows_out_of_sample_id_order_are_refused(builds, tmp_path, capsys):
+    """Two whole lines swapped: each row still describes its record truly, but the
+    index is no longer in the ascending order the build writes."""
+    d = _copy(builds, "file", tmp_path)
+    path = d / "sample_index.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[1], lines[2] = lines[2], lines[1]
+    path.write_text("".join(lines), encoding="utf-8")
+    ids = [json.loads(line)["sample_id"] for line in lines[1:3]]
+    english = f"{d}: sample_index.jsonl line 3: sample_id {ids[1]} follows sample_id {ids[0]}: rows are written " \
+              f"in ascending sample_id"
+    vietnamese = f"sample_index.jsonl dòng 3: sample_id {ids[1]} đứng sau sample_id {ids[0]}"
+    err = _reader_refuses(d, english, vietnamese)
+    assert (err.sample_id, err.line) == (ids[1], 3)
+    _refused(capsys, ["inspect", d, "--sample-id", ids[0]], english, vietnamese=vietnamese)
+    code, out = _verify(capsys, d, "--no-checksums")
+    assert code == 1 and "(rows must be in ascending sample_id)" in out

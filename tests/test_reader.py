@@ -420,7 +420,10 @@ def _every_read_raises(path, sample_id, match):
     from mintdim_beam.reader import ReaderError, open_output
 
     r = open_output(str(path))
-    pos = int(np.searchsorted(r.sample_ids, sample_id))
+    try:
+        pos = int(np.searchsorted(r.sample_ids, sample_id))
+    except ReaderError:
+        pos = sample_id     # an index refused as it loads: every read is refused, wherever
     for read in (lambda: r.sample(sample_id), lambda: r[pos], lambda: list(r), lambda: list(r.iter_unit(U)),
                  lambda: list(r.unit_arrays(U)), lambda: r.causal_lm()[pos]):
         with pytest.raises(ReaderError, match=match) as info:
@@ -471,7 +474,8 @@ def test_swapped_index_rows_are_refused(corrupt):
     assert "sample 3 (number 1 of the unit) belongs at unit_48/shard_000000.bin record 1" in str(err)
     from mintdim_beam.reader import ReaderError, open_output
 
-    with pytest.raises(ReaderError, match=r"shard_000000.bin record 1 \(sample 9, sample_index.jsonl line 10\)"):
+    # refused as the index loads: even a read of sample 9 names the first row out of place
+    with pytest.raises(ReaderError, match=r"shard_000001.bin record 1 \(sample 3, sample_index.jsonl line 4\)"):
         open_output(str(copy)).sample(9)
 
 
@@ -520,20 +524,24 @@ def test_checksums_on_open_catch_an_in_vocabulary_change(corrupt):
         open_output(str(copy), checksums=True)
 
 
-def test_index_rows_out_of_order_still_read_by_id(built, tmp_path):
+def test_index_rows_out_of_order_are_refused(built, tmp_path):
+    """The build writes sample_index.jsonl in ascending sample_id (DESIGN.md §4): rows in
+    another order are an edited index, refused as it loads, even when each row still
+    describes its record truly."""
     import shutil
 
-    from mintdim_beam.reader import open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
     lines = (copy / "sample_index.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (copy / "sample_index.jsonl").write_text("".join(lines[::-1]), encoding="utf-8")
-    original, shuffled = open_output(built), open_output(str(copy))
-    assert shuffled.sample_ids.tolist() == original.sample_ids.tolist()
-    assert [s.payload.tolist() for s in shuffled] == [s.payload.tolist() for s in original]
-    assert shuffled[12].sample_id == 13 and shuffled.sample(13).payload.tolist() == original[12].payload.tolist()
-    assert [b.sample_ids.tolist() for b in shuffled.batches(U)] == [b.sample_ids.tolist() for b in original.batches(U)]
+    ids = [json.loads(line)["sample_id"] for line in lines[::-1][:2]]
+    shuffled = open_output(str(copy))
+    with pytest.raises(ReaderError, match=f"sample_index.jsonl line 2: sample_id {ids[1]} follows sample_id "
+                                          f"{ids[0]}: rows are written in ascending sample_id") as info:
+        shuffled.sample(13)
+    assert "sample_index.jsonl dòng 2" in info.value.vietnamese
 
 
 @pytest.mark.parametrize("key, value", [("shard_record", 10 ** 30), ("sample_id", 2 ** 63), ("token_count", 2 ** 64),
