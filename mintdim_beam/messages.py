@@ -758,6 +758,11 @@ READ_PROBLEMS = {
         "sample_index.jsonl có dòng cho unit {unit}, nhưng units.sizes {sizes} trong manifest.json không có unit này"),
     "index_duplicate": Text("sample_index.jsonl lines {first} and {second} both describe sample {sample_id}",
                             "dòng {first} và dòng {second} của sample_index.jsonl cùng mô tả sample {sample_id}"),
+    "index_stray": Text(
+        "not one of the files manifest.json names for {index} ({named}): a copy or a leftover the reader would "
+        "not read; remove it, or rebuild the dataset",
+        "không thuộc các file mà manifest.json ghi cho {index} ({named}): một bản sao hoặc file sót lại mà "
+        "reader sẽ không đọc; hãy xoá nó, hoặc build lại dataset"),
     "index_order": Text(
         "sample_id {sample_id} follows sample_id {previous}: rows are written in ascending sample_id (lines "
         "swapped, moved or edited)",

@@ -141,6 +141,36 @@ def index_paths(path: str, name: str, manifest: Optional[dict] = None) -> list:
     return [join(path, name)]
 
 
+def stray_index_files(path: str, name: str, manifest: Optional[dict] = None) -> list:
+    """Files of index ``name`` that its layout does not name, relative to ``path``,
+    sorted: with parts, a part beyond the manifest's count (a copy such as
+    ``part-99999.jsonl``, a leftover) and a single file beside the folder; with one
+    file, a parts folder beside it. Nothing reads them, so they would pass unseen.
+
+    Locally one listing and one stat; on an object store one listing of the parts
+    folder (what reading the parts costs besides, one request each, is unchanged) and
+    nothing for a single-file index, where ``verify`` and ``SHA256SUMS`` are the guard.
+    """
+    paths = index_paths(path, name, manifest)
+    stem = name.rsplit(".", 1)[0]
+    single, folder = join(path, name), join(path, stem)
+    base = len(join(path, ""))
+    if paths == [single]:
+        if is_local(path) and os.path.isdir(folder):
+            return [f"{stem}/{n}" for n in sorted(os.listdir(folder))] or [stem]
+        return []
+    named = set(paths)
+    if is_local(path):
+        stray = [f"{stem}/{n}" for n in list_dir(folder) if join(folder, n) not in named]
+        if os.path.lexists(single):
+            stray.append(name)
+        return sorted(stray)
+    from . import storage
+
+    listed = storage.files_and_sizes(folder)
+    return sorted(p[base:] for p in listed if p not in named)
+
+
 def index_sizes(path: str, name: str, manifest: Optional[dict] = None) -> dict:
     """``{file: size, or None when it is absent}`` of index ``name``'s files
     (:func:`index_paths`, in order). On an object store the parts come from one

@@ -43,7 +43,8 @@ from . import messages as M
 # from here, where callers have always found them.
 from .output_files import (LENGTH_FIELD, Metadata, exists, file_pieces, file_size,  # noqa: F401
                            index_paths, index_sizes, index_pieces, is_local, iter_index, iter_jsonl, join,
-                           list_dir, read_bytes, read_files, read_index, read_json, read_metadata)
+                           list_dir, read_bytes, read_files, read_index, read_json, read_metadata,
+                           stray_index_files)
 from .record_checks import (CHECKSUMS, MANIFEST, SAMPLE_INDEX, ReaderError, RecordBatch,  # noqa: F401
                             checksum_problem, parse_checksums, record_problem)
 from .sample_index import (SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex,  # noqa: F401
@@ -198,6 +199,7 @@ class OutputReader:
     def index(self) -> SampleIndex:
         if self._index is None:
             try:
+                self._check_index_files()
                 if self._sums is not None:
                     self._check_index_sums()
                 index = parse_sample_index_pieces(index_pieces(self.path, SAMPLE_INDEX, self.manifest),
@@ -218,6 +220,17 @@ class OutputReader:
                 self._index = None      # every later read is refused the same way
                 raise
         return self._index
+
+    def _check_index_files(self) -> None:
+        """No index file beside the ones the layout names (a part copied to another
+        number, a single file beside its parts): the reader would not read it, so the
+        dataset is not the one its manifest describes."""
+        stray = stray_index_files(self.path, SAMPLE_INDEX, self.manifest)
+        if stray:
+            named = index_paths("", SAMPLE_INDEX, self.manifest)
+            named = [p.replace(os.sep, "/") for p in named]
+            listed = named[0] if len(named) == 1 else f"{named[0]} .. {named[-1]}"
+            raise ReaderError("index_stray", self.path, file=stray[0], index=SAMPLE_INDEX, named=listed)
 
     def _check_index_order(self) -> None:
         """Rows in ascending sample_id, as the build writes them (DESIGN.md §4): two

@@ -222,3 +222,45 @@ def test_rows_out_of_sample_id_order_are_refused(builds, tmp_path, capsys):
     _refused(capsys, ["inspect", d, "--sample-id", ids[0]], english, vietnamese=vietnamese)
     code, out = _verify(capsys, d, "--no-checksums")
     assert code == 1 and "(rows must be in ascending sample_id)" in out
+
+
+# --------------------------------------------------------------------------- 2. files the layout does not name
+
+
+def test_a_part_the_manifest_does_not_count_is_refused(builds, tmp_path, capsys):
+    d = _copy(builds, "parts", tmp_path)
+    count = json.loads((d / "manifest.json").read_text())["indexes"]["parts"]["sample_index.jsonl"]
+    shutil.copy(d / "sample_index" / "part-00000.jsonl", d / "sample_index" / "part-99999.jsonl")
+    english = (f"{d}: sample_index/part-99999.jsonl: not one of the files manifest.json names for sample_index.jsonl "
+               f"(sample_index/part-00000.jsonl .. sample_index/part-{count - 1:05d}.jsonl)")
+    vietnamese = f"{d}: sample_index/part-99999.jsonl: không thuộc các file mà manifest.json ghi cho sample_index.jsonl"
+    _reader_refuses(d, english, vietnamese)
+    _refused(capsys, ["inspect", d, "--sample-id", "0"], english, vietnamese=vietnamese)
+    for fmt, out in (("megatron", tmp_path / "out"), ("parquet", tmp_path / "out.parquet")):
+        _refused(capsys, ["export", d, out, "--format", fmt], english, vietnamese=vietnamese)
+    assert not list(tmp_path.glob("out*"))
+    code, out = _verify(capsys, d)
+    assert code == 1
+    assert f"{d}: sample_index/part-99999.jsonl: not one of the sample_index.jsonl parts manifest.json counts" in out
+
+
+def test_a_single_file_beside_its_parts_or_parts_beside_a_single_file_are_refused(builds, tmp_path):
+    d = _copy(builds, "parts", tmp_path)
+    (d / "sample_index.jsonl").write_bytes((d / "sample_index" / "part-00000.jsonl").read_bytes())
+    _reader_refuses(d, f"{d}: sample_index.jsonl: not one of the files manifest.json names for sample_index.jsonl",
+                    "không thuộc các file")
+    single = tmp_path / "single"
+    shutil.copytree(builds["file"], single)
+    (single / "sample_index").mkdir()
+    (single / "sample_index" / "part-00000.jsonl").write_bytes((single / "sample_index.jsonl").read_bytes())
+    _reader_refuses(single, f"{single}: sample_index/part-00000.jsonl: not one of the files manifest.json names for "
+                            f"sample_index.jsonl (sample_index.jsonl)", "không thuộc các file")
+
+
+def test_a_part_overwritten_by_another_repeats_sample_ids_and_is_refused(builds, tmp_path, capsys):
+    d = _copy(builds, "parts", tmp_path)
+    shutil.copy(d / "sample_index" / "part-00000.jsonl", d / "sample_index" / "part-00001.jsonl")
+    first = json.loads((d / "sample_index" / "part-00000.jsonl").read_text().splitlines()[0])["sample_id"]
+    _reader_refuses(d, f"both describe sample {first}", f"cùng mô tả sample {first}")
+    for fmt in ("megatron", "parquet"):
+        _refused(capsys, ["export", d, tmp_path / "out", "--format", fmt], str(d))
