@@ -736,6 +736,9 @@ READ_PROBLEMS = {
         "{want} (none): shards were deleted, added or renamed",
         "{file} chứa {count} file shard, nhưng {samples} sample của nó (stats.json) với samples_per_shard={sps} "
         "lấp đầy {want} shard (không có shard nào): shard đã bị xoá, thêm hoặc đổi tên"),
+    "shard_same_file": Text(
+        "is the same file as {other} (a link to it, or a hard link): each shard holds records of its own",
+        "là cùng một file với {other} (một link tới nó, hoặc hard link): mỗi shard chứa các bản ghi riêng của nó"),
     # checksums
     "no_checksums": Text(
         "manifest.json records no checksums (built before they were recorded); open it without checksums=True",

@@ -264,3 +264,31 @@ def test_a_part_overwritten_by_another_repeats_sample_ids_and_is_refused(builds,
     _reader_refuses(d, f"both describe sample {first}", f"cùng mô tả sample {first}")
     for fmt in ("megatron", "parquet"):
         _refused(capsys, ["export", d, tmp_path / "out", "--format", fmt], str(d))
+
+
+# --------------------------------------------------------------------------- 6. one file under two shard names
+
+
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+def test_a_shard_that_is_another_shard_s_file_is_refused_at_open(builds, tmp_path, capsys, link):
+    """The records of shard 1 under shard 0's name: with four records each and
+    lengths that may agree, only their being one file tells (without checksums)."""
+    from mintdim_beam.reader import open_output
+
+    d = _copy(builds, "file", tmp_path)
+    unit = d / f"unit_{SIZES[0]}"
+    (unit / "shard_000000.bin").unlink()
+    if link == "symlink":
+        os.symlink("shard_000001.bin", unit / "shard_000000.bin")
+    else:
+        os.link(unit / "shard_000001.bin", unit / "shard_000000.bin")
+    named, other = f"unit_{SIZES[0]}/shard_000000.bin", f"unit_{SIZES[0]}/shard_000001.bin"
+    if link == "hard link":
+        named, other = other, named             # two names of one file: the second one listed
+    english = f"{d}: {named}: is the same file as {other} (a link to it, or a hard link)"
+    vietnamese = f"{d}: {named}: là cùng một file với {other}"
+    with pytest.raises(ReaderError, match=re.escape(english)) as caught:
+        open_output(str(d))
+    assert caught.value.shard == named and vietnamese in caught.value.vietnamese
+    _refused(capsys, ["inspect", d, "--sample-id", "0"], english, vietnamese=vietnamese)
+    _refused(capsys, ["export", d, tmp_path / "out", "--format", "parquet"], english, vietnamese=vietnamese)
