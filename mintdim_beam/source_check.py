@@ -5,7 +5,9 @@ the manifest lists them (DESIGN.md §4), so a dataset says where each sample com
 twice: by its id, and by the ``source_file``/``source_line`` of its index rows. One pass
 over the sources matches every row to its line *by id* and reports a row whose
 location disagrees, or whose id no line has; the sampled rows are then re-rendered
-with their file's template and re-tokenized, and compared with their hash and record.
+with their file's template and re-tokenized, and compared with their hash, the other
+columns the source decides (``token_count``, ``unit_size``, ``empty_fields``) and
+their record.
 Keying by the row's own location instead would trust the very field being checked: a
 row moved to its neighbour's line would be compared with the neighbour, or skipped.
 
@@ -50,6 +52,7 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
             chk.problem(str(path), f"tokenizer {key} is {got}, manifest.json says {info.get(key)}")
     source = meta.manifest.get("source") or {}
     files, templates = source.get("files") or [], source.get("templates") or []
+    fields = source.get("fields") or []
     n = len(index)
     picks = np.arange(n) if sample_rows <= 0 or sample_rows >= n else \
         np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
@@ -91,8 +94,10 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
             chk.problem(rd.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
                                          f"{index.hash(r)}", line=int(index.row_line[r]))
         expected = [np.asarray(tok.encode(t), np.int64) for t in texts]
+        written = _check_columns(chk, meta, index, r, where, expected, sid in truncated,
+                                 _empty_fields(fields[fi] if fi < len(fields) else None, obj))
         if sid in truncated:
-            expected = _truncate(expected, int(index.token_count[r]))
+            expected = _truncate(expected, written)
         try:
             sample = reader.sample_at_row(r)
         except rd.ReaderError:
@@ -105,6 +110,47 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
                                                f"gives for the source", record=sample.shard_record)
                 break
         chk.report.retokenized += 1
+
+
+def _empty_fields(names, obj: dict):
+    """The declared fields whose value renders empty, in declared order, as the build
+    lists them in ``empty_fields``; None when the manifest does not name the fields."""
+    if not isinstance(names, list):
+        return None
+    return tuple(name for name in names if render_value(name, obj[name]) == "")
+
+
+def _check_columns(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, r: int, where: str,
+                   expected: list, truncated: bool, empty) -> int:
+    """The row's columns that its source line decides, against what it says:
+    ``token_count`` (the tokens written: all of them, or the largest unit's worth when
+    the overflow policy truncated the sample), ``unit_size`` (the smallest unit that
+    holds them, DESIGN.md §4; units added by ``extend`` included) and ``empty_fields``.
+    Returns the token count the source gives."""
+    total = sum(len(e) for e in expected)
+    sizes = list(meta.unit_sizes)
+    if truncated:
+        unit = written = max(sizes)
+    else:
+        written = total
+        unit = next((u for u in sizes if u >= total), None)
+    line = int(index.row_line[r])
+    got = int(index.token_count[r])
+    if got != written:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: token_count is {got}, the source gives {written} tokens"
+                                     + (" (truncated)" if truncated else ""), line=line)
+    got = int(index.unit[r])
+    if unit is None:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: its {total} tokens fit no unit of {sizes}, yet it has a row",
+                    line=line)
+    elif got != unit:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: unit_size is {got}, the source's {written} tokens go to unit {unit}",
+                    line=line)
+    listed = tuple(index.empty_fields.get(r, ()))
+    if empty is not None and listed != empty:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: empty_fields is {list(listed)}, the source's empty fields are "
+                                     f"{list(empty)}", line=line)
+    return written
 
 
 class _LocationClaims:

@@ -29,7 +29,7 @@ from mintdim_beam.errors import MintDimError, ReaderError
 
 DEMO_MODEL = str(Path(__file__).resolve().parents[1] / "mintdim_beam" / "demo" / "demo.model")
 _WORDS = "the bees make honey in the hive and the queen lays eggs while workers gather nectar".split()
-SIZES = [16, 32, 4096]          # 4096 stays empty: it gets EMPTY_UNIT.md
+SIZES = [16, 32, 4096, 8192]    # 8192 stays empty: it gets EMPTY_UNIT.md
 
 
 @pytest.fixture(scope="module")
@@ -292,3 +292,42 @@ def test_a_shard_that_is_another_shard_s_file_is_refused_at_open(builds, tmp_pat
     assert caught.value.shard == named and vietnamese in caught.value.vietnamese
     _refused(capsys, ["inspect", d, "--sample-id", "0"], english, vietnamese=vietnamese)
     _refused(capsys, ["export", d, tmp_path / "out", "--format", "parquet"], english, vietnamese=vietnamese)
+
+
+# --------------------------------------------------------------------------- 7. the empty unit's marker
+
+
+def test_an_empty_unit_without_its_marker_is_listed_by_verify(builds, tmp_path, capsys):
+    """DESIGN.md §4: a declared unit with no samples gets EMPTY_UNIT.md and no shards."""
+    d = _copy(builds, "parts", tmp_path)
+    (d / f"unit_{SIZES[-1]}" / "EMPTY_UNIT.md").unlink()
+    code, out = _verify(capsys, d)
+    assert code == 1 and f"{d}: unit_{SIZES[-1]}: unit has no shards and no EMPTY_UNIT.md marker" in out
+
+
+# --------------------------------------------------------------------------- 8. columns the source decides
+
+
+@pytest.mark.parametrize("layout", ["file", "parts"])
+def test_verify_with_the_tokenizer_finds_the_sound_dataset_sound(builds, capsys, layout):
+    code, out = _verify(capsys, builds[layout], "--tokenizer", "--sample", "0")
+    assert code == 0 and "80 samples re-tokenized" in out, out
+
+
+def test_verify_with_the_tokenizer_compares_every_column_the_source_decides(builds, tmp_path, capsys):
+    d = _copy(builds, "file", tmp_path)
+    rows = _rows(d / "sample_index.jsonl")
+    emptied = next(r for r in rows if r["empty_fields"])
+    emptied["empty_fields"] = []
+    filled = next(r for r in rows if not r["empty_fields"])
+    filled["empty_fields"] = ["q"]
+    _write_rows(d / "sample_index.jsonl", rows)
+    code, out = _verify(capsys, d, "--no-checksums")
+    assert code == 0, out                   # nothing else tells
+    code, out = _verify(capsys, d, "--no-checksums", "--tokenizer", "--sample", "0")
+    assert code == 1
+    for row, source in ((emptied, ["a"]), (filled, [])):
+        line = rows.index(row) + 1
+        assert (f"{d}: sample_index.jsonl line {line}: {row['source_file']}:{row['source_line']} (sample "
+                f"{row['sample_id']}): empty_fields is {row['empty_fields']}, the source's empty fields are "
+                f"{source}") in out, out
