@@ -637,28 +637,30 @@ def _check_shard_counts(meta: Metadata) -> dict:
             raise ReaderError("shard_files" if want else "shard_files_none", meta.path, file=f"unit_{unit}",
                               count=len(shards), samples=samples, sps=sps, want=want, last=f"shard_{want - 1:06d}.bin")
         if is_local(udir):
-            _check_distinct_files(meta, unit, shards, files)
+            for rel, other in same_files(meta.path, unit, shards, files):
+                raise ReaderError("shard_same_file", meta.path, shard=rel, other=other)
         counts[unit] = samples
     return counts
 
 
-def _check_distinct_files(meta: Metadata, unit: int, shards: list, files: dict) -> None:
-    """Each shard of a local dataset is a file of its own: one replaced by a link to
-    another (or a hard link) would hand out the other's records, which the record
-    checks cannot tell apart when their lengths happen to agree. One ``stat`` a shard,
-    at open; on an object store there are no links, and a shard copied over another
-    is found by its sha256 (``SHA256SUMS``: ``verify``, ``checksums=True``)."""
+def same_files(path: str, unit: int, shards: list, files: dict) -> Iterator[tuple[str, str]]:
+    """``(shard, other shard)`` for each shard of a local dataset that is the same file
+    as one seen before (``files``: ``(st_dev, st_ino) -> shard path``, kept across
+    units). A shard replaced by a link to another (or a hard link) would hand out the
+    other's records, which the record checks cannot tell apart when their lengths
+    happen to agree. One ``stat`` a shard; on an object store there are no links, and
+    a shard copied over another is found by its sha256 (``SHA256SUMS``)."""
     for name in shards:
         rel = f"unit_{unit}/{name}"
         try:
-            st = os.stat(join(meta.path, f"unit_{unit}", name))
+            st = os.stat(join(path, f"unit_{unit}", name))
         except OSError:
             continue            # a dangling link, a loop: refused when the shard is read
         other = files.setdefault((st.st_dev, st.st_ino), rel)
         if other != rel:
-            if os.path.islink(join(meta.path, *other.split("/"))):
+            if os.path.islink(join(path, *other.split("/"))):
                 rel, other = other, rel         # name the link, not the file it points to
-            raise ReaderError("shard_same_file", meta.path, shard=rel, other=other)
+            yield rel, other
 
 
 def _read_sums(meta: Metadata) -> dict:

@@ -181,6 +181,7 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
     """
     scans: dict = {}
     sps = meta.samples_per_shard
+    files: dict = {}       # (st_dev, st_ino) -> shard path, on a local disk
     on_disk = {name for name in rd.list_dir(meta.path) if name.startswith("unit_")}
     for name in sorted(on_disk - {f"unit_{u}" for u in meta.unit_sizes}):
         chk.problem(name, f"unit directory not in manifest units.sizes {list(meta.unit_sizes)}")
@@ -201,6 +202,10 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
         elif numbers and "EMPTY_UNIT.md" in names:
             chk.problem(f"{udir}/EMPTY_UNIT.md", "empty-unit marker in a unit that has shards")
         count = max(numbers) + 1 if numbers else 0
+        if rd.is_local(meta.path):
+            for rel, other in rd.same_files(meta.path, unit, [f"shard_{k:06d}.bin" for k in sorted(numbers)], files):
+                chk.problem(rel, f"is the same file as {other} (a link to it, or a hard link): each shard holds "
+                                 f"records of its own")
         scans[unit] = []
         for k in range(count):
             rel = meta.shard_path(unit, k)

@@ -292,6 +292,8 @@ def test_a_shard_that_is_another_shard_s_file_is_refused_at_open(builds, tmp_pat
     assert caught.value.shard == named and vietnamese in caught.value.vietnamese
     _refused(capsys, ["inspect", d, "--sample-id", "0"], english, vietnamese=vietnamese)
     _refused(capsys, ["export", d, tmp_path / "out", "--format", "parquet"], english, vietnamese=vietnamese)
+    code, out = _verify(capsys, d, "--no-checksums")
+    assert code == 1 and f"{d}: {named}: is the same file as {other} (a link to it, or a hard link)" in out
 
 
 # --------------------------------------------------------------------------- 7. the empty unit's marker
