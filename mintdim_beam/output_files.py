@@ -98,14 +98,24 @@ def read_json(path: str):
         raise ReaderError("unreadable", file=path, why=exc.strerror or str(exc)) from None
 
 
+#: What :func:`iter_jsonl` and :func:`iter_index` give for a blank line: not a row, and
+#: not one the build writes, so ``verify`` lists it (readers skip it as any non-row).
+BLANK_LINE = "<blank line>"
+
+
 def iter_jsonl(path: str) -> Iterator[tuple[int, object]]:
-    """``(line number, parsed row)`` of a JSONL index file; a bad line yields ``(n, None)``."""
+    """``(line number, parsed row)`` of a JSONL index file; a bad line yields ``(n, None)``,
+    a blank one ``(n, BLANK_LINE)``."""
     yield from _jsonl_rows(read_bytes(path), 1)
 
 
 def _jsonl_rows(data: bytes, first_line: int) -> Iterator[tuple[int, object]]:
-    for n, line in enumerate(data.split(b"\n"), start=first_line):
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()         # after the newline that ends the last line: no line
+    for n, line in enumerate(lines, start=first_line):
         if not line.strip():
+            yield n, BLANK_LINE
             continue
         try:
             yield n, json.loads(line)

@@ -41,7 +41,7 @@ from . import messages as M
 
 # Storage, index paths and metadata live in `output_files`; their names stay importable
 # from here, where callers have always found them.
-from .output_files import (LENGTH_FIELD, Metadata, exists, file_pieces, file_size,  # noqa: F401
+from .output_files import (BLANK_LINE, LENGTH_FIELD, Metadata, exists, file_pieces, file_size,  # noqa: F401
                            index_paths, index_sizes, index_pieces, is_local, iter_index, iter_jsonl, join,
                            list_dir, read_bytes, read_files, read_index, read_json, read_metadata,
                            stray_index_files)

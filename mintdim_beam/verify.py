@@ -526,6 +526,10 @@ def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
     def rows(name, keyed=True):
         try:
             for n, row in rd.iter_index(meta.path, name, meta.manifest):
+                if row is rd.BLANK_LINE:
+                    chk.problem(name, "blank line: the build never writes one (a line was inserted or the file "
+                                      "edited)", line=n)
+                    continue
                 if not isinstance(row, dict) or (keyed and not isinstance(row.get("sample_id"), int)):
                     chk.problem(name, "row is not a JSON object" + (" with an integer sample_id" if keyed else ""),
                                 line=n)

@@ -165,6 +165,17 @@ def test_a_blank_line_in_a_part_is_refused(builds, tmp_path):
     _reader_refuses(d, f"sample_index.jsonl line {first + 1}: blank line", "dòng trống")
 
 
+def test_verify_lists_a_blank_line_in_the_other_indexes(builds, tmp_path, capsys):
+    d = _copy(builds, "file", tmp_path)
+    for name in ("unk_index.jsonl", "duplicate_index.jsonl", "overflow_index.jsonl"):
+        (d / name).write_bytes(b"\n" + (d / name).read_bytes())
+    code, out = _verify(capsys, d, "--no-checksums")
+    assert code == 1
+    for name in ("unk_index.jsonl", "duplicate_index.jsonl", "overflow_index.jsonl"):
+        assert f"{d}: {name} line 1: blank line: the build never writes one" in out, out
+    assert main(["inspect", str(d), "--sample-id", "0", "--json"]) == 0     # readers skip it: no row there
+
+
 def _other_shard(rows: list) -> int:
     """A row of the first unit with a later shard of that unit: its ``shard_path`` is
     set to shard 0 of the unit (same unit, same record number, another shard)."""
