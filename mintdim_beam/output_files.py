@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import posixpath
+import stat
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -44,10 +45,22 @@ def join(base: str, *parts: str) -> str:
     return posixpath.join(base.rstrip("/"), *parts)
 
 
+def _open_local(path: str):
+    """``open(path, "rb")`` of a regular file. Anything else in its place is an OSError
+    before it is opened: a FIFO or a device would block the read or never end it."""
+    mode = os.stat(path).st_mode         # FileNotFoundError, NotADirectoryError, a loop, ...
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    return open(path, "rb")
+
+
 def read_bytes(path: str) -> bytes:
-    """Whole file; remote paths go through Beam's ``FileSystems`` (imported here only)."""
+    """Whole file; remote paths go through Beam's ``FileSystems`` (imported here only).
+    A local path that is not a regular file is an OSError (never a blocking read)."""
     if is_local(path):
-        with open(path, "rb") as f:
+        with _open_local(path) as f:
             return f.read()
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
@@ -289,7 +302,7 @@ def file_pieces(path: str, size: int = 8 << 20, dataset: Optional[str] = None) -
     `ReaderError` naming it, relative to ``dataset`` when given."""
     if is_local(path):
         try:
-            f = open(path, "rb")
+            f = _open_local(path)
         except FileNotFoundError:
             raise
         except OSError as exc:    # its folder is a file, a directory in its place, ...

@@ -366,7 +366,7 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
                 continue           # reported as missing already
             try:
                 got = _file_sha256(path)
-            except OSError:
+            except (OSError, rd.ReaderError):
                 continue           # not a file (a directory in its place): reported already
         want = sums.get(name)
         if want is None:
@@ -436,22 +436,19 @@ def _unreadable_index(chk: _Checker, meta: rd.Metadata, name: str) -> bool:
                                             "in this folder")
         return True
     if os.path.lexists(full) and not os.path.isfile(full):
-        try:
-            with open(full, "rb"):
-                why = "not a regular file"
-        except OSError as exc:
-            why = exc.strerror or str(exc)
+        why = "Is a directory" if os.path.isdir(full) else "not a regular file"   # never opened: a FIFO blocks
         chk.problem(name, f"cannot be read ({why}; an index file is a file of JSON lines)")
         return True
     return False
 
 
 def _file_sha256(path: str) -> str:
+    """A file's sha256, read 4 MiB at a time (a local path that is not a regular file
+    is a ReaderError, never a blocking read)."""
     sha = hashlib.sha256()
     if rd.is_local(path):
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 22), b""):
-                sha.update(chunk)
+        for chunk in rd.file_pieces(path, 1 << 22):
+            sha.update(chunk)
     else:
         sha.update(rd.read_bytes(path))
     return sha.hexdigest()

@@ -140,6 +140,20 @@ def test_an_index_file_replaced_by_a_directory_is_named(builds, tmp_path, capsys
         assert f"{d}: {name}: cannot be read (Is a directory; an index file is a file of JSON lines)" in out
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_pipe_in_place_of_an_index_file_is_refused_not_waited_on(builds, tmp_path, capsys):
+    d = _copy(builds, "file", tmp_path)
+    for name in ("sample_index.jsonl", "unk_index.jsonl"):
+        (d / name).unlink()
+        os.mkfifo(d / name)
+    _reader_refuses(d, f"{d}: sample_index.jsonl: cannot be read (not a regular file)",
+                    f"{d}: sample_index.jsonl: không đọc được (not a regular file)")
+    code, out = _verify(capsys, d)
+    assert code == 1
+    for name in ("sample_index.jsonl", "unk_index.jsonl"):
+        assert f"{d}: {name}: cannot be read (not a regular file; an index file is a file of JSON lines)" in out
+
+
 # --------------------------------------------------------------------------- 3-5. sample_index.jsonl rows
 
 
