@@ -1,4 +1,4 @@
-"""Encoder CPU with and without the exact accelerators (``mintdim_beam.accel``), one thread.
+"""Encoder CPU with and without the exact accelerators (``mintdim_beam.tokenization.accel``), one thread.
 
     python benchmarks/make_corpus.py /tmp/c.jsonl --mb 20
     python benchmarks/accelerators.py /tmp/c.jsonl --sp T5.model --bpe TOKENIZER.json [--repeats 2]
@@ -40,7 +40,7 @@ def _texts(corpus: str) -> list:
 
 
 def _sentencepiece(path: str, batches: list, accelerators: bool) -> float:
-    from mintdim_beam.tokenizers import load_tokenizer
+    from mintdim_beam.tokenization.adapters import load_tokenizer
 
     with open(path, "rb") as f:
         tok = load_tokenizer("sentencepiece", path, f.read(), threads=1, accelerators=accelerators)
@@ -59,7 +59,7 @@ def _sentencepiece(path: str, batches: list, accelerators: bool) -> float:
 def _byte_level_bpe(path: str, batches: list, accelerators: bool) -> float:
     from tokenizers import Tokenizer
 
-    from mintdim_beam.accel import bpe_word_encoder
+    from mintdim_beam.tokenization.accel import bpe_word_encoder
 
     with open(path, encoding="utf-8") as f:
         text = f.read()

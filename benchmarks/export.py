@@ -72,13 +72,13 @@ def main(argv=None) -> None:
     work = tempfile.mkdtemp(prefix="mintdim-export-bench-")
     try:
         index_only = [sys.executable, "-c",
-                      "import sys; from mintdim_beam.reader import open_output; len(open_output(sys.argv[1]))",
+                      "import sys; from mintdim_beam.reader.dataset import open_output; len(open_output(sys.argv[1]))",
                       args.dir]
         for k in range(args.repeat):
             wall, peak, anon = _run(index_only)
             print(f"index only   run {k}: {wall:6.2f} s  peak RSS {peak:5d} MiB (anonymous {anon:5d} MiB)")
             for fmt, out in (("megatron", os.path.join(work, "mg")), ("parquet", os.path.join(work, "x.parquet"))):
-                cmd = [sys.executable, "-m", "mintdim_beam.cli", "export", args.dir, "--format", fmt, out,
+                cmd = [sys.executable, "-m", "mintdim_beam.cli.commands", "export", args.dir, "--format", fmt, out,
                        "--overwrite"]
                 wall, peak, anon = _run(cmd)
                 size = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work)

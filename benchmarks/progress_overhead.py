@@ -40,7 +40,7 @@ def _corpus(path: Path, mb: int) -> None:
 
 
 def _build(job: Path, quiet: bool) -> tuple[float, list, str]:
-    cmd = [sys.executable, "-m", "mintdim_beam.cli", "build", str(job)] + (["--quiet"] if quiet else [])
+    cmd = [sys.executable, "-m", "mintdim_beam.cli.commands", "build", str(job)] + (["--quiet"] if quiet else [])
     started = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True)
     wall = time.perf_counter() - started

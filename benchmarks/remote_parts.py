@@ -33,7 +33,7 @@ COMMANDS = ("verify", "inspect", "plan", "report", "export", "reader")
 
 READER = """
 import sys
-from mintdim_beam.reader import open_output
+from mintdim_beam.reader.dataset import open_output
 ds = open_output(sys.argv[1], options=sys.argv[2:])
 print(len(ds), sum(s.token_count for s in ds))
 """
@@ -78,7 +78,7 @@ def upload(client, local: str, remote: str) -> int:
 
 
 def argv_of(command: str, dataset: str, tmp: Path, flags: list) -> list:
-    cli = [sys.executable, "-m", "mintdim_beam.cli"]
+    cli = [sys.executable, "-m", "mintdim_beam.cli.commands"]
     return {
         "verify": [*cli, "verify", dataset, *flags],
         "inspect": [*cli, "inspect", dataset, "--sample-id", "7", *flags],

@@ -262,7 +262,7 @@ def run_pipeline(work, name, corpus, kind, tokenizer, flags, fluent: bool = Fals
     if fluent:
         m = measure([sys.executable, os.path.join(HERE, "fluent_build.py"), path])
     else:
-        m = measure([sys.executable, "-m", "mintdim_beam.cli", "build", path, *flags])
+        m = measure([sys.executable, "-m", "mintdim_beam.cli.commands", "build", path, *flags])
     with open(os.path.join(out, "stats.json")) as f:
         m["tokens"] = json.load(f)["total_tokens"]
     with open(os.path.join(out, "build_info.json")) as f:

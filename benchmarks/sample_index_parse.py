@@ -74,7 +74,7 @@ def main(argv=None) -> None:
         write_index(path, args.rows)
         size = os.path.getsize(path)
         print(f"index: {args.rows} rows, {size / 2**20:.1f} MiB")
-        from mintdim_beam import sample_index
+        from mintdim_beam.reader import sample_index
 
         ways = ["bytes"] + (["stream"] if hasattr(sample_index, "parse_sample_index_pieces") else [])
         for how in ways:

@@ -24,9 +24,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mintdim_beam import storage  # noqa: E402
-from mintdim_beam.shard_format import UINT16, UINT32, check_fits, layout_units, record_slots  # noqa: E402
-from mintdim_beam.write_stage import _widened  # noqa: E402
+from mintdim_beam.storage import files as storage  # noqa: E402
+from mintdim_beam.format.shard_format import UINT16, UINT32, check_fits, layout_units, record_slots  # noqa: E402
+from mintdim_beam.beam.write_stage import _widened  # noqa: E402
 
 
 def best(f, repeat: int = 5) -> float:

@@ -7,13 +7,13 @@
     result = job.run(on_overflow="truncate")
 """
 
-__version__ = "0.1.0"
+from mintdim_beam.version import __version__
 
 # Every public name is imported on first use, not at package import: a consumer that
-# imports ``mintdim_beam.reader`` loads neither the build side (config, tokenizers) nor
+# imports ``mintdim_beam.reader.dataset`` loads neither the build side (config, tokenizers) nor
 # Beam, and the CLI sets up logging before Beam is imported.
-_LAZY = {"pipeline": "api", "UnitBuildJob": "api", "UnitBuild": "transforms",
-         "BuildResult": "launcher", "OutputResult": "launcher"}
+_LAZY = {"pipeline": "launch.api", "UnitBuildJob": "launch.api", "UnitBuild": "beam.transforms",
+         "BuildResult": "launch.launcher", "OutputResult": "launch.launcher"}
 
 
 def __getattr__(name):

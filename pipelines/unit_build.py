@@ -13,7 +13,7 @@ other unknown flag is a usage error (exit 64), and ``--versioned`` /
 
 import sys
 
-from mintdim_beam.cli import main as cli_main
+from mintdim_beam.cli.commands import main as cli_main
 
 
 def main(argv=None) -> int:

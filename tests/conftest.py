@@ -423,7 +423,7 @@ def refused_by_cli(capsys, argv, error: str, *facts: str) -> tuple[str, str]:
     """Run ``mintdim-beam ARGV``; it must exit 2 without a traceback, with ``error`` heading
     both the English and the Vietnamese block and each fact in the English one. Returns
     the two blocks."""
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     code = main(argv)
     err = capsys.readouterr().err

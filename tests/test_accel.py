@@ -1,4 +1,4 @@
-"""The exact accelerators (``mintdim_beam.accel``) against the libraries' public APIs.
+"""The exact accelerators (``mintdim_beam.tokenization.accel``) against the libraries' public APIs.
 
 Every tokenizer of ``tests/testdata`` and of the real third-party set (skipped when
 absent) is loaded twice, with and without accelerators, and must give the same ids and
@@ -16,10 +16,11 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 from conftest import REALDATA, TESTDATA, OutputDir, assert_same_outputs, run_pipeline, write_jsonl
-from mintdim_beam import cli, errors
-from mintdim_beam.accel import bpe_word_encoder
-from mintdim_beam.config import JobSpec, resolve
-from mintdim_beam.tokenizers import HF_JSON, SENTENCEPIECE, load_tokenizer
+from mintdim_beam.cli import commands as cli
+from mintdim_beam import errors
+from mintdim_beam.tokenization.accel import bpe_word_encoder
+from mintdim_beam.core.config import JobSpec, resolve
+from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, load_tokenizer
 
 #: Characters that decide splits, normalization and UNK runs, for random texts.
 ALPHABET = (list("abcdefghij xyz XYZ 0123'.,!?") + list("{}[]<>^~|`\\@#$%&*_=+")

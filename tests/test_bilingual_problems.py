@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import TESTDATA, write_jsonl
-from mintdim_beam import errors, pipeline
-from mintdim_beam.config import Policies
+from mintdim_beam import errors
+from mintdim_beam import pipeline
+from mintdim_beam.core.config import Policies
 
 UNIT_RULES_EN = ("Rules:\n\n• sizes must be positive integers\n• sizes must be sorted ascending\n"
                  "• build_batch must be a positive integer")
@@ -150,7 +151,7 @@ SECTIONS = ("source (fields, files, templates), tokenizer (files, hf_json, sente
 
 @pytest.mark.parametrize("kind", ["directory", "binary", "unparsable", "build-id"])
 def test_job_file_problems_are_translated(tmp_path, capsys, kind):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     job_file = tmp_path / "job.yaml"
     argv = ["build", str(job_file)]

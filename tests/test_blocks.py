@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mintdim_beam.blocks import read_block_lines
+from mintdim_beam.core.blocks import read_block_lines
 
 TOKENIZER = str(Path(__file__).parent / "testdata" / "sp_unigram.model")
 
@@ -93,7 +93,7 @@ def _config(tmp_path, paths):
     b"",
 ], ids=["one-huge-line", "no-final-newline", "small-line-after", "next-line-at-block-start", "many-lines", "empty"])
 def test_busy_blocks_counts_the_blocks_that_own_a_line(tmp_path, raw):
-    from mintdim_beam.blocks import busy_blocks, plan_blocks
+    from mintdim_beam.core.blocks import busy_blocks, plan_blocks
 
     path = tmp_path / "f.jsonl"
     path.write_bytes(raw)
@@ -104,7 +104,7 @@ def test_busy_blocks_counts_the_blocks_that_own_a_line(tmp_path, raw):
 
 
 def test_busy_blocks_counts_every_file(tmp_path):
-    from mintdim_beam.blocks import busy_blocks
+    from mintdim_beam.core.blocks import busy_blocks
 
     paths = [tmp_path / "empty.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     paths[0].write_bytes(b"")

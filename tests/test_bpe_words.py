@@ -1,6 +1,6 @@
 """The word-by-word byte-level BPE encoder gives the tokenizer's own ids, always.
 
-``mintdim_beam.accel.bpe_words`` re-implements the tokenizer's split (with the ``regex``
+``mintdim_beam.tokenization.accel.bpe_words`` re-implements the tokenizer's split (with the ``regex``
 module instead of Oniguruma) and asks the tokenizer's model for each distinct word, so
 these tests compare it with ``Tokenizer.encode_batch`` on every Unicode 14.0 code point,
 on random texts built from the characters where splits are decided, around added tokens,
@@ -20,10 +20,10 @@ from tokenizers import Tokenizer
 from tokenizers.pre_tokenizers import ByteLevel
 
 from conftest import run_in_threads
-from mintdim_beam.accel import bpe_words
-from mintdim_beam.accel.bpe_words import BYTE_TABLE, GPT2_PATTERN, ByteLevelWords
-from mintdim_beam.accel.unicode14 import ASSIGNED
-from mintdim_beam.tokenizers import load_tokenizer
+from mintdim_beam.tokenization.accel import bpe_words
+from mintdim_beam.tokenization.accel.bpe_words import BYTE_TABLE, GPT2_PATTERN, ByteLevelWords
+from mintdim_beam.tokenization.accel.unicode14 import ASSIGNED
+from mintdim_beam.tokenization.adapters import load_tokenizer
 
 
 def _config(testdata, **changes) -> str:

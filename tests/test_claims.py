@@ -26,8 +26,11 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTDATA, OutputDir, write_jsonl
-from mintdim_beam import claims, errors, pipeline, preflight
-from mintdim_beam.cli import main
+from mintdim_beam.beam import claims
+from mintdim_beam import errors
+from mintdim_beam.launch import preflight
+from mintdim_beam import pipeline
+from mintdim_beam.cli.commands import main
 from test_remote_storage import s3_remote  # noqa: F401  (moto's S3 server, a fixture)
 
 sys.path.insert(0, str(TESTDATA))
@@ -56,7 +59,7 @@ def _job_file(tmp_path: Path, out, rows: int = 3000, **run) -> str:
 
 def _cli(*args, cwd) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    return subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli.commands", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
 
 
@@ -260,7 +263,9 @@ def test_claims_on_an_object_store(s3_remote):
     """No create-if-absent through FileSystems: a claim is written, left to settle and read
     back. A build whose claim another one replaced stops, during the settle time or at
     the check before publishing (``claims.py`` says what is guaranteed)."""
-    from mintdim_beam import claims, errors, storage
+    from mintdim_beam.beam import claims
+    from mintdim_beam import errors
+    from mintdim_beam.storage import files as storage
 
     storage.configure(s3_remote.options)
     base = f"{s3_remote.root}/claims-{os.urandom(3).hex()}"

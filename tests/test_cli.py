@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DirectTokenizer, OutputDir, expected_segments, write_jsonl
-from mintdim_beam.cli import main
+from mintdim_beam.cli.commands import main
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "mintdim_beam" / "demo"
 
@@ -157,14 +157,14 @@ def test_demo(tmp_path, capsys):
 
 
 def test_the_command_exits_with_mains_status(job_dir, tok):
-    """``python -m mintdim_beam.cli`` (the console script's entry): 0 after a build, 2 on
+    """``python -m mintdim_beam.cli.commands`` (the console script's entry): 0 after a build, 2 on
     a bad job, with the build's output complete before the quick exit."""
     import subprocess
     import sys
 
     (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model"), on_overflow="truncate"),
                                       encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "build", "job.yaml"],
+    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli.commands", "build", "job.yaml"],
                           capture_output=True, text=True, cwd=job_dir)
     assert done.returncode == 0, done.stderr
     assert "[unit-build] done output=./out/a" in done.stdout
@@ -173,7 +173,7 @@ def test_the_command_exits_with_mains_status(job_dir, tok):
     out.check_layout()
     (job_dir / "bad.yaml").write_text(_job_yaml(tok("sp_unigram.model"), sections=("source", "run")),
                                       encoding="utf-8")
-    failed = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "build", "bad.yaml"],
+    failed = subprocess.run([sys.executable, "-m", "mintdim_beam.cli.commands", "build", "bad.yaml"],
                             capture_output=True, text=True, cwd=job_dir)
     assert failed.returncode == 2
     assert "[english] PipelineValidationError" in failed.stderr and "Traceback" not in failed.stderr
@@ -227,8 +227,8 @@ def test_other_stray_arguments_are_usage_errors(job_dir, tok, capsys):
 def test_flags_of_beam_its_extras_and_the_build_are_known():
     """Every option of the installed Beam, its runner extras (Dask) and the build's own
     passes; file-system options pass where a dataset is only read."""
-    from mintdim_beam import flags
-    from mintdim_beam.cli import build_parser
+    from mintdim_beam.cli import flags
+    from mintdim_beam.cli.commands import build_parser
 
     _, parsers = build_parser()
     beam = ["--runner", "FlinkRunner", "--flink_master=localhost:8081", "--sdk_worker_parallelism", "2",
@@ -246,9 +246,9 @@ def test_version():
 
     import apache_beam
 
-    from mintdim_beam import __version__
+    from mintdim_beam.version import __version__
 
-    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "--version"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli.commands", "--version"], capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stdout.startswith(f"mintdim-beam {__version__} (apache-beam {apache_beam.__version__}, Python ")
 
@@ -297,7 +297,7 @@ def test_usage_errors_exit_64_from_the_installed_command(job_dir, tok):
     import sys
 
     (job_dir / "job.yaml").write_text(_job_yaml(tok("sp_unigram.model")), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli", "build", "job.yaml", "--on-overlfow",
+    done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli.commands", "build", "job.yaml", "--on-overlfow",
                            "truncate"], capture_output=True, text=True, cwd=job_dir)
     assert done.returncode == 64
     assert done.stderr.splitlines()[-1] == ("mintdim-beam build: error: unknown option --on-overlfow; "
@@ -307,7 +307,7 @@ def test_usage_errors_exit_64_from_the_installed_command(job_dir, tok):
 
 
 def test_log_level_before_or_after_the_command():
-    from mintdim_beam.cli import build_parser
+    from mintdim_beam.cli.commands import build_parser
 
     parser, _ = build_parser()
     assert parser.parse_known_args(["--log-level", "INFO", "verify", "d"])[0].log_level == "INFO"
@@ -338,7 +338,7 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
 
     out = tmp_path / "demo"
     assert main(["demo", str(out), "--quiet"]) == 0
-    proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli", "inspect", str(out / "instructions"),
+    proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli.commands", "inspect", str(out / "instructions"),
                              "--sample-id", "3", "--ids"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()               # the reader is gone before the command writes a byte

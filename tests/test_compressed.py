@@ -182,7 +182,7 @@ def test_compressed_file_named_as_plain_jsonl(tmp_path, extension, kind, policy)
 
 
 def test_compressed_file_named_as_plain_jsonl_on_the_command_line(tmp_path, monkeypatch, capsys):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     monkeypatch.chdir(tmp_path)
     Path("data.jsonl").write_bytes(gzip.compress(_raw_corpus()))
@@ -245,7 +245,7 @@ def test_truncated_compressed_file_is_an_error(tmp_path, policy):
 def test_nul_padded_gzip_reads_as_the_reference_reads_it(tmp_path, plain_build):
     """A tape-padded .gz (members followed by NUL bytes, here more than a read chunk of
     them, and NULs between members too) is read as Python's gzip reads it."""
-    from mintdim_beam import storage
+    from mintdim_beam.storage import files as storage
 
     raw = _raw_corpus()
     cut = raw.index(b"\n", len(raw) // 2) + 1

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mintdim_beam import cores
+from mintdim_beam.launch import cores
 
 
 def _tree(root: Path, files: dict) -> str:
@@ -74,7 +74,7 @@ def test_unreadable_or_odd_files_mean_no_limit(tmp_path, eight_cpus):
 
 def test_the_local_default_starts_one_worker_per_usable_core():
     """A two-core quota on a large host gives two worker processes, not one per CPU."""
-    from mintdim_beam.launcher import default_processes
+    from mintdim_beam.launch.launcher import default_processes
 
     assert default_processes(1 << 40, cores=2) == 2
     assert default_processes(1000, cores=2) == 0
@@ -85,7 +85,7 @@ def test_encode_pool_per_tokenizer_kind():
     """SentencePiece: a pool of one single-threaded call per encode thread, none (the
     process's own thread) for one; Hugging Face tokenizers thread themselves: one pool
     thread."""
-    from mintdim_beam.transforms import encode_pool
+    from mintdim_beam.beam.transforms import encode_pool
 
     assert [encode_pool("sentencepiece", n) for n in (1, 2, 3, 8)] == [0, 2, 3, 8]
     assert [encode_pool("hf_json", n) for n in (1, 4)] == [1, 1]
@@ -106,7 +106,7 @@ def test_encode_pool_per_tokenizer_kind():
 def test_encode_sharers_follow_the_runner(runner, flags, sharers):
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from mintdim_beam import options
+    from mintdim_beam.beam import options
 
     assert options.encode_sharers(runner, PipelineOptions(flags)) == sharers
 
@@ -114,7 +114,7 @@ def test_encode_sharers_follow_the_runner(runner, flags, sharers):
 def test_encode_threads_are_the_process_share_of_its_cores():
     """Dataflow's 4-vCPU worker runs 4 SDK processes: one thread each, not 4 (16 on 4
     cores). Locally in memory: every core, at most 4. An explicit value is used as is."""
-    from mintdim_beam.options import PER_CORE, encode_threads
+    from mintdim_beam.beam.options import PER_CORE, encode_threads
 
     assert encode_threads(None, PER_CORE, cores=4) == 1
     assert encode_threads(None, 1, cores=2) == 2
@@ -126,7 +126,7 @@ def test_encode_threads_are_the_process_share_of_its_cores():
 
 
 def test_dask_sharers_are_the_threads_of_the_busiest_host():
-    from mintdim_beam.options import dask_sharers
+    from mintdim_beam.beam.options import dask_sharers
 
     four_by_one = {f"tcp://10.0.0.1:{4000 + i}": 1 for i in range(4)}
     assert dask_sharers(four_by_one) == 4
@@ -137,7 +137,7 @@ def test_dask_sharers_are_the_threads_of_the_busiest_host():
 def test_encode_threads_option_is_a_pipeline_option():
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from mintdim_beam.options import BuildOptions, explicit_threads
+    from mintdim_beam.beam.options import BuildOptions, explicit_threads
 
     assert PipelineOptions(["--encode_threads=3"]).view_as(BuildOptions).encode_threads == 3
     assert explicit_threads(PipelineOptions([])) is None
@@ -164,9 +164,9 @@ def test_an_explicit_encode_thread_count_reaches_the_encoder_and_keeps_the_bytes
     from apache_beam.utils.shared import Shared
 
     from conftest import build_and_compare, write_jsonl
-    from mintdim_beam import options
-    from mintdim_beam.config import JobSpec, Policies, resolve
-    from mintdim_beam.transforms import _EncodeBlockFn
+    from mintdim_beam.beam import options
+    from mintdim_beam.core.config import JobSpec, Policies, resolve
+    from mintdim_beam.beam.transforms import _EncodeBlockFn
 
     rows = [{"q": f"question {i}", "a": "an answer, " * (i % 7)} for i in range(40)]
     f = write_jsonl(tmp_path / "d.jsonl", rows)

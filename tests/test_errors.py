@@ -10,7 +10,7 @@ import pickle
 import pytest
 
 from mintdim_beam import errors as E
-from mintdim_beam import messages as M
+from mintdim_beam.errors import messages as M
 from mintdim_beam.errors import MintDimError, error_from_dict
 
 # ---------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def expected_by_sample(src) -> list:
 
 
 def run_cli(argv, capsys) -> tuple:
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     capsys.readouterr()      # what earlier steps printed (a build's progress) is not the command's
     code = main(argv)
@@ -161,7 +161,7 @@ def test_megatron_export_of_a_wide_vocabulary_is_int32(tmp_path, capsys):
 
 
 def test_megatron_header_layout():
-    from mintdim_beam.export import megatron_index_header
+    from mintdim_beam.reader.export import megatron_index_header
 
     head = megatron_index_header(np.dtype(np.uint16), 5, 6)
     assert head == b"MMIDIDX\x00\x00" + (1).to_bytes(8, "little") + bytes([8]) \
@@ -202,7 +202,7 @@ def test_parquet_export_rows_match_the_dataset(built, tmp_path, capsys):
 def test_parquet_row_groups_are_bounded_by_tokens(built, tmp_path):
     import pyarrow.parquet as pq
 
-    from mintdim_beam.export import export_parquet
+    from mintdim_beam.reader.export import export_parquet
 
     summary = export_parquet(built, str(tmp_path / "t.parquet"), row_group_tokens=100)
     meta = pq.ParquetFile(tmp_path / "t.parquet").metadata
@@ -223,7 +223,7 @@ def test_parquet_row_groups_are_bounded_by_tokens(built, tmp_path):
 def test_parquet_loads_with_hugging_face_datasets(built, tmp_path):
     datasets = pytest.importorskip("datasets")
 
-    from mintdim_beam.export import export_parquet
+    from mintdim_beam.reader.export import export_parquet
 
     path = str(tmp_path / "train.parquet")
     export_parquet(built, path)
@@ -308,7 +308,7 @@ def test_export_of_an_unpublished_directory_fails(tmp_path, capsys):
 
 
 def test_export_does_not_import_beam(built, tmp_path):
-    code = ("import sys; from mintdim_beam.export import export; "
+    code = ("import sys; from mintdim_beam.reader.export import export; "
             "export(sys.argv[1], 'megatron', sys.argv[2]); export(sys.argv[1], 'parquet', sys.argv[2] + '.parquet'); "
             "assert 'apache_beam' not in sys.modules, 'export imported Beam'")
     subprocess.run([sys.executable, "-c", code, built, str(tmp_path / "x")], check=True)
@@ -339,7 +339,7 @@ def parts_dataset(root) -> str:
 def test_megatron_export_in_tiny_chunks_is_byte_identical(built, tmp_path, layout):
     """Chunks of one sample (or a few tokens) write the same bytes as one chunk; the
     parts build (the same job) exports what the single-file build does."""
-    from mintdim_beam.export import export_megatron
+    from mintdim_beam.reader.export import export_megatron
 
     src = built if layout == "file" else parts_dataset(tmp_path)
     whole = export_megatron(src, str(tmp_path / "whole"))

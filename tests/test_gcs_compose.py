@@ -32,7 +32,7 @@ INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad
 
 def _simulate(count: int, fan_in: int) -> tuple:
     """Run the plan on lists of source numbers: ``(result, requests, largest request)``."""
-    from mintdim_beam.compose import plan_compose
+    from mintdim_beam.storage.compose import plan_compose
 
     current = [[i] for i in range(count)]
     requests, largest = 0, 0
@@ -65,7 +65,7 @@ def test_compose_plan_keeps_order_with_at_most_32_sources_a_request(count):
 
 
 def test_compose_plan_with_a_small_fan_in_builds_a_deeper_tree():
-    from mintdim_beam.compose import plan_compose
+    from mintdim_beam.storage.compose import plan_compose
 
     assert plan_compose(0) == []
     assert plan_compose(5, 2) == [[(0, 2), (2, 4), (4, 5)], [(0, 2), (2, 3)], [(0, 2)]]
@@ -123,7 +123,7 @@ def _local_builds(tmp_path) -> tuple:
 def test_gcs_compose_gives_the_index_file_of_a_local_build(gcs, tmp_path):
     """Parts composed on GCS (one level, and a tree of 4-source requests) are the
     local build's index file byte for byte; the sha256 fed is SHA256SUMS's."""
-    from mintdim_beam import compose
+    from mintdim_beam.storage import compose
 
     single, parts = _local_builds(tmp_path)
     listed = dict(reversed(line.split("  ", 1)) for line in (single / "SHA256SUMS").read_text().splitlines())
@@ -147,7 +147,7 @@ def test_gcs_compose_gives_the_index_file_of_a_local_build(gcs, tmp_path):
 
 
 def test_gcs_compose_of_a_missing_part_publishes_nothing(gcs):
-    from mintdim_beam import compose
+    from mintdim_beam.storage import compose
 
     bucket = gcs.bucket(BUCKET)
     sources = []
@@ -171,7 +171,7 @@ def test_gcs_compose_of_a_missing_part_publishes_nothing(gcs):
 def test_gcs_compose_trees_carry_objects_between_levels(gcs, count):
     """Tree shapes where an object skips a level (a lone source, or an intermediate
     object of the level before) keep it until it is composed, and keep the order."""
-    from mintdim_beam import compose
+    from mintdim_beam.storage import compose
 
     bucket = gcs.bucket(BUCKET)
     blobs = [b"%d-%s\n" % (i, b"x" * (i % 7)) for i in range(count)]

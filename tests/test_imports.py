@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mintdim_beam"
-BUILD_SIDE = ("apache_beam", "sentencepiece", "tokenizers", "mintdim_beam.api", "mintdim_beam.config",
-              "mintdim_beam.tokenizers", "mintdim_beam.records", "mintdim_beam.launcher",
-              "mintdim_beam.transforms")
+BUILD_SIDE = ("apache_beam", "sentencepiece", "tokenizers", "mintdim_beam.launch.api", "mintdim_beam.core.config",
+              "mintdim_beam.tokenization.adapters", "mintdim_beam.core.records", "mintdim_beam.launch.launcher",
+              "mintdim_beam.beam.transforms")
 
 
 def _loaded_after(statement: str) -> set:
@@ -24,15 +24,15 @@ def _loaded_after(statement: str) -> set:
 
 
 def test_importing_the_reader_loads_no_beam_tokenizer_or_build_module():
-    loaded = _loaded_after("import mintdim_beam.reader")
-    assert "mintdim_beam.reader" in loaded
+    loaded = _loaded_after("import mintdim_beam.reader.dataset")
+    assert "mintdim_beam.reader.dataset" in loaded
     assert sorted(m for m in loaded if m.split(".")[0] in ("apache_beam", "sentencepiece", "tokenizers")
                   or m in BUILD_SIDE) == []
 
 
 def test_the_package_names_are_still_there_on_first_use():
     loaded = _loaded_after("import mintdim_beam\nassert callable(mintdim_beam.pipeline)")
-    assert "mintdim_beam.api" in loaded and "apache_beam" not in loaded
+    assert "mintdim_beam.launch.api" in loaded and "apache_beam" not in loaded
 
 
 def _package_imports(module: Path) -> set:
@@ -74,7 +74,7 @@ def test_no_import_cycle_through_the_command_line_and_launch_modules():
 def test_the_training_view_imports_first_or_second():
     """``training`` imports ``reader``; importing it first used to fail half-way because
     ``reader`` imported ``training`` back at its end."""
-    loaded = _loaded_after("import mintdim_beam.training\nfrom mintdim_beam.reader import CausalLMDataset\n"
-                           "assert CausalLMDataset is mintdim_beam.training.CausalLMDataset")
-    assert "mintdim_beam.training" in loaded and "apache_beam" not in loaded
-    assert "mintdim_beam.training" not in _loaded_after("import mintdim_beam.reader")
+    loaded = _loaded_after("import mintdim_beam.reader.training\nfrom mintdim_beam.reader.dataset import CausalLMDataset\n"
+                           "assert CausalLMDataset is mintdim_beam.reader.training.CausalLMDataset")
+    assert "mintdim_beam.reader.training" in loaded and "apache_beam" not in loaded
+    assert "mintdim_beam.reader.training" not in _loaded_after("import mintdim_beam.reader.dataset")

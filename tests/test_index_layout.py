@@ -86,7 +86,8 @@ def test_parts_concatenate_to_the_single_files(built):
 
 
 def test_reader_and_verify_read_parts(built):
-    from mintdim_beam import reader, verify
+    from mintdim_beam.reader import dataset as reader
+    from mintdim_beam.reader import verify
 
     single, parts = built
     a, b = reader.open_output(str(single)), reader.open_output(str(parts))
@@ -100,7 +101,7 @@ def test_reader_and_verify_read_parts(built):
 
 
 def test_cli_consumers_read_parts(built, tmp_path, capsys):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     single, parts = built
     outputs = {}
@@ -132,7 +133,7 @@ def test_cli_consumers_read_parts(built, tmp_path, capsys):
 def test_verify_names_a_changed_or_missing_part(built, tmp_path):
     import shutil
 
-    from mintdim_beam import verify
+    from mintdim_beam.reader import verify
 
     _, parts = built
     copy = tmp_path / "copy"
@@ -151,7 +152,7 @@ def test_verify_names_a_changed_or_missing_part(built, tmp_path):
 
 def test_index_layout_is_checked():
     from mintdim_beam import errors
-    from mintdim_beam.config import run_settings
+    from mintdim_beam.core.config import run_settings
 
     with pytest.raises(errors.PipelineValidationError) as caught:
         run_settings({"index_layout": "part"})
@@ -161,7 +162,7 @@ def test_index_layout_is_checked():
 
 
 def test_job_file_and_flag_choose_the_layout(tmp_path, capsys):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     spec = {
@@ -190,7 +191,7 @@ def test_index_files_the_layout_does_not_name_are_problems(built, tmp_path):
     are read by nothing, so verify must list them rather than pass them unseen."""
     import shutil
 
-    from mintdim_beam import verify
+    from mintdim_beam.reader import verify
 
     d = tmp_path / "parts"
     shutil.copytree(built[1], d)

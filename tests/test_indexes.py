@@ -1,4 +1,4 @@
-"""Index rows written column-wise (``mintdim_beam.indexes``) against rows built one by
+"""Index rows written column-wise (``mintdim_beam.core.indexes``) against rows built one by
 one with ``json.dumps``, on the strings and numbers that make that hard."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from mintdim_beam import indexes
-from mintdim_beam.block_result import BlockResult
-from mintdim_beam.unk_rows import UnkTable
-from mintdim_beam.plan import BlockPlan
-from mintdim_beam.unk_rows import CharColumn, unk_part
+from mintdim_beam.core import indexes
+from mintdim_beam.core.block_result import BlockResult
+from mintdim_beam.tokenization.unk_rows import UnkTable
+from mintdim_beam.core.plan import BlockPlan
+from mintdim_beam.tokenization.unk_rows import CharColumn, unk_part
 
 TRICKY = ['"', "\\", "\n", "\x00", "\x1f", "", "\uffff", "\ufffe", "漢字", "🙂", "a\"b\\c", "\U0010ffff",
           "\ue000", "\u2028", "\x7f", "Q:", "\ud7ff"]

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTDATA, OutputDir, refused_by_cli, write_jsonl
-from mintdim_beam import errors, pipeline
-from mintdim_beam.cli import main
+from mintdim_beam import errors
+from mintdim_beam import pipeline
+from mintdim_beam.cli.commands import main
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
 
@@ -215,7 +216,7 @@ def test_build_id_must_be_one_plain_name(tmp_path, capsys, build_id):
 
 
 def test_build_id_through_the_api(tmp_path):
-    from mintdim_beam.launcher import launch_versioned
+    from mintdim_beam.launch.launcher import launch_versioned
 
     config = (pipeline("unit-build").source.jsonl(files=[write_jsonl(tmp_path / "d.jsonl", ROWS)],
                                                   fields=[["q", "a"]], templates=["{q}\n{a}"])

@@ -11,9 +11,9 @@ import pytest
 
 from conftest import TESTDATA
 
-from mintdim_beam import long_texts
-from mintdim_beam.long_texts import PieceEncoder, cut_points, cuttable
-from mintdim_beam.tokenizers import load_tokenizer
+from mintdim_beam.tokenization import long_texts
+from mintdim_beam.tokenization.long_texts import PieceEncoder, cut_points, cuttable
+from mintdim_beam.tokenization.adapters import load_tokenizer
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 TEST_TOKENIZERS = ["hf_wordpiece.json", "hf_bpe_unk.json"]
@@ -164,7 +164,7 @@ def test_the_adapter_encodes_long_texts_as_the_library_does_whole(name):
 def test_byte_level_words_in_windows_give_the_whole_texts_ids(path):
     """``ByteLevelWords.encode_long`` cuts a long text into windows at chunk starts
     (whitespace after non-whitespace), so the list of its chunks never exists whole."""
-    from mintdim_beam.accel import bpe_word_encoder
+    from mintdim_beam.tokenization.accel import bpe_word_encoder
 
     tok = library(path)
     words = bpe_word_encoder(tok, Path(path).read_text(encoding="utf-8"))

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import DirectTokenizer, OutputDir, build_and_compare, expected_segments, write_jsonl
 
-from mintdim_beam.consumer_cli import main as consumer_main
-from mintdim_beam.reader import ReaderError, open_output
+from mintdim_beam.cli.consumer_commands import main as consumer_main
+from mintdim_beam.reader.dataset import ReaderError, open_output
 
 SP = "sentencepiece"
 TEMPLATE = "Q: {q} A: {a}"          # literals of 3 and 2 tokens
@@ -183,8 +183,10 @@ def test_extend_refuses_a_sample_longer_than_the_maximum_unit(tmp_path, sp_bpe):
     UnitOverflowError the plan raises before any shard is written. The limit is the
     real one in a build (17M tokens are too many for a test); here the encoder is given
     a small one, through the same code path."""
-    from mintdim_beam import errors, pipeline, records
-    from mintdim_beam.tokenizers import load_tokenizer
+    from mintdim_beam import errors
+    from mintdim_beam.core import records
+    from mintdim_beam import pipeline
+    from mintdim_beam.tokenization.adapters import load_tokenizer
 
     path = write_jsonl(tmp_path / "long.jsonl", [{"q": words(4), "a": words(30)},     # 39 tokens: extended
                                                  {"q": words(3), "a": words(60)},     # 68 tokens: beyond 50
@@ -224,5 +226,5 @@ def test_extend_refuses_a_sample_longer_than_the_maximum_unit(tmp_path, sp_bpe):
     # Under the limit, the same sample is extended (no error): the check is the limit.
     fine = records.BlockEncoder(spec, tok, config.policies, max_extended=68).encode_block(lines, True)
     assert fine.first_error is None
-    from mintdim_beam.config import MAX_UNIT_SIZE
+    from mintdim_beam.core.config import MAX_UNIT_SIZE
     assert records.BlockEncoder(spec, tok, config.policies)._layout.max_extended == MAX_UNIT_SIZE

@@ -15,10 +15,11 @@ import sys
 
 from conftest import (TESTDATA, assert_same_outputs, build_and_compare, list_output_files, read_jsonl,
                       run_pipeline)
-from mintdim_beam import blocks, progress
-from mintdim_beam.config import JobSpec, Policies, resolve
-from mintdim_beam.encode_stage import BlockSpill, SpillBuffer
-from mintdim_beam.plan import BlockRef, BlockSummary
+from mintdim_beam.core import blocks
+from mintdim_beam.launch import progress
+from mintdim_beam.core.config import JobSpec, Policies, resolve
+from mintdim_beam.beam.encode_stage import BlockSpill, SpillBuffer
+from mintdim_beam.core.plan import BlockRef, BlockSummary
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402

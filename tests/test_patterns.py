@@ -120,7 +120,7 @@ def test_mapping_counts_the_entries_as_written(tmp_path):
 
 
 def test_pattern_on_the_command_line(tmp_path, monkeypatch, capsys):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     monkeypatch.chdir(tmp_path)
     _corpus(tmp_path)

@@ -399,7 +399,8 @@ def test_overflow_extend_adds_units_in_sample_order(tmp_path, tok, wordlevel):
 def test_extended_unit_shards_are_written_in_chunks(tmp_path, wordlevel, monkeypatch):
     """An extended unit's shard is assembled a few records at a time (a wide unit times
     many samples would otherwise be held whole); the bytes are the reference's."""
-    from mintdim_beam import storage, write_stage
+    from mintdim_beam.storage import files as storage
+    from mintdim_beam.beam import write_stage
 
     chunks = {}
     real_write = storage.write_bytes
@@ -633,7 +634,8 @@ def test_unk_rows_follow_positions_across_fields_and_literals(tmp_path, tok, tem
 
 
 def test_template_literal_unk_prompt_names_the_literals_and_characters(tmp_path, tok):
-    from mintdim_beam import pipeline, preflight
+    from mintdim_beam.launch import preflight
+    from mintdim_beam import pipeline
 
     f = write_jsonl(tmp_path / "a.jsonl", [{"a": "x", "b": "y"}])
     config = (pipeline("unit-build").source.jsonl(files=[f], fields=[["a", "b"]], templates=["{a} | {b} |"])
@@ -792,7 +794,7 @@ def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypa
     by line) and each slice in tokenizer calls of at most ``build_batch`` samples' texts.
     Tiny slices and calls, mixing clean and irregular lines in every way, give the
     reference's bytes."""
-    from mintdim_beam import sample_lines
+    from mintdim_beam.core import sample_lines
 
     rows = []
     for n in range(400):
@@ -828,7 +830,7 @@ def test_slices_and_tokenizer_calls_do_not_change_output(tmp_path, tok, monkeypa
 def test_repeated_samples_match_the_reference(tmp_path, tok, monkeypatch):
     """Exact repeats reuse earlier results (BlockEncoder's repeat cache): the bytes stay
     the reference's, UNK rows, truncation and empty fields included."""
-    from mintdim_beam import sample_lines
+    from mintdim_beam.core import sample_lines
 
     monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 5)
     base = [{"q": "ab", "a": "c"}, {"q": "a", "a": "bc"}, {"q": "漢字 question", "a": "answer ✓ 漢"},

@@ -1,7 +1,7 @@
 """The global plan: prefix sums, ranks, extend units and shard cutting (pure)."""
 
-from mintdim_beam.config import JobSpec, Policies, resolve
-from mintdim_beam.plan import BlockSummary, DuplicateTask, HashSpill, OverflowSample, Piece, make_plan
+from mintdim_beam.core.config import JobSpec, Policies, resolve
+from mintdim_beam.core.plan import BlockSummary, DuplicateTask, HashSpill, OverflowSample, Piece, make_plan
 
 
 def _config(files=("a.jsonl", "b.jsonl"), outputs=("out",), sizes=(4, 8), sps=3, overflow="extend"):
@@ -103,7 +103,7 @@ def test_index_tasks_group_small_consecutive_blocks_of_an_output():
     """With index_layout "file", consecutive blocks of an output share one index task up
     to INDEX_GROUP_SAMPLES samples; a larger block is a task alone; with "parts" every
     block is its own task (its part is published as it is)."""
-    from mintdim_beam.transforms import INDEX_GROUP_SAMPLES, _index_tasks
+    from mintdim_beam.beam.transforms import INDEX_GROUP_SAMPLES, _index_tasks
 
     config = _config(files=("a.jsonl", "b.jsonl", "c.jsonl"), outputs=("o1", "o1", "o2"))
     small = INDEX_GROUP_SAMPLES // 3

@@ -19,10 +19,11 @@ from apache_beam.metrics.metricbase import MetricName
 from apache_beam.runners.runner import PipelineState
 
 from conftest import TESTDATA, OutputDir, assert_same_outputs, run_pipeline, write_jsonl
-from mintdim_beam import build_progress, progress
-from mintdim_beam.block_result import read_spill_header, spill_header
-from mintdim_beam.cli import main
-from mintdim_beam.progress import Figures, ProgressDisplay
+from mintdim_beam.launch import build_progress
+from mintdim_beam.launch import progress
+from mintdim_beam.core.block_result import read_spill_header, spill_header
+from mintdim_beam.cli.commands import main
+from mintdim_beam.launch.progress import Figures, ProgressDisplay
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -76,7 +77,7 @@ def test_summary_and_counters_lines():
 def test_summary_of_a_runner_without_counters_shows_the_planned_bytes_not_a_false_zero(tmp_path):
     """The Dask runner reports no counters: the summary takes the bytes the launcher
     planned (every one was read by a finished build), or says the size is unknown."""
-    from mintdim_beam.launcher import BuildResult, OutputResult
+    from mintdim_beam.launch.launcher import BuildResult, OutputResult
 
     out = tmp_path / "out"
     out.mkdir()
@@ -364,7 +365,7 @@ def test_a_portable_runner_build_is_polled_and_its_counters_are_printed(tmp_path
     echoed = []
     try:
         _wait_for_port(port, pool, "the worker pool")
-        from mintdim_beam.launcher import launch
+        from mintdim_beam.launch.launcher import launch
 
         result = launch(config, runner="PortableRunner", echo=echoed.append,
                         options=["--job_endpoint=embed", "--environment_type=EXTERNAL",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mintdim_beam.cli import main
+from mintdim_beam.cli.commands import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -35,9 +35,11 @@ from conftest import (
     run_pipeline,
     write_jsonl,
 )
-from mintdim_beam import digests as digests_module
-from mintdim_beam import publish, storage, transforms
-from mintdim_beam.cli import main
+from mintdim_beam.core import digests as digests_module
+from mintdim_beam.beam import publish
+from mintdim_beam.storage import files as storage
+from mintdim_beam.beam import transforms
+from mintdim_beam.cli.commands import main
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -97,7 +99,8 @@ def test_manifest_carries_the_build_fingerprint(tmp_path):
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    from mintdim_beam import pipeline, preflight
+    from mintdim_beam.launch import preflight
+    from mintdim_beam import pipeline
 
     config = (pipeline("unit-build").source.jsonl(files=job["files"], fields=job["fields"],
                                                   templates=job["templates"])
@@ -312,7 +315,7 @@ def _slow_job(tmp_path: Path) -> tuple[str, Path]:
 
 def _start_and_stop(tmp_path: Path, stop) -> tuple[int, Path]:
     path, out = _slow_job(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli", "build", path],
+    proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli.commands", "build", path],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
     deadline = time.monotonic() + 120
     while not any((out / ".mintdim-staging").glob("*/blocks")):

@@ -10,11 +10,15 @@ import pytest
 
 from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, build_and_compare, run_pipeline,
                       write_jsonl)
-from mintdim_beam import errors, pipeline, record_layout, records, sample_lines
-from mintdim_beam.block_result import BAD, OK, BlockResult
-from mintdim_beam.repeat_cache import RepeatCache
-from mintdim_beam.blocks import plan_blocks, read_block_lines
-from mintdim_beam.tokenizers import load_tokenizer
+from mintdim_beam import errors
+from mintdim_beam.core import record_layout
+from mintdim_beam.core import records
+from mintdim_beam.core import sample_lines
+from mintdim_beam import pipeline
+from mintdim_beam.core.block_result import BAD, OK, BlockResult
+from mintdim_beam.core.repeat_cache import RepeatCache
+from mintdim_beam.core.blocks import plan_blocks, read_block_lines
+from mintdim_beam.tokenization.adapters import load_tokenizer
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
 

@@ -227,8 +227,8 @@ def test_full_build_on_remote_storage_matches_local(remote, tmp_path):
 
 
 def test_output_checks_read_remote_outputs(remote, tmp_path):
-    from mintdim_beam import reader
-    from mintdim_beam.cli import main
+    from mintdim_beam.reader import dataset as reader
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     job["samples_per_shard"] = [64]      # few shards: the reader opens each object anew
@@ -254,8 +254,8 @@ def test_exports_read_remote_datasets_and_write_remote_files(remote, tmp_path):
     """``export`` reads an s3:// dataset through FileSystems and may write there too."""
     import pyarrow.parquet as pq
 
-    from mintdim_beam import reader
-    from mintdim_beam.cli import main
+    from mintdim_beam.reader import dataset as reader
+    from mintdim_beam.cli.commands import main
     from test_export import read_megatron
 
     job = _job(tmp_path)
@@ -282,7 +282,8 @@ def test_exports_read_remote_datasets_and_write_remote_files(remote, tmp_path):
     assert table.column("sample_id").to_pylist() == opened.sample_ids.tolist()
 
 def test_versioned_root_on_remote_storage(remote, tmp_path):
-    from mintdim_beam import launcher, publish
+    from mintdim_beam.launch import launcher
+    from mintdim_beam.beam import publish
 
     job = _job(tmp_path)
     tag = f"versioned-{uuid.uuid4().hex[:6]}"
@@ -392,7 +393,7 @@ def _assert_failed_fast(code, elapsed, err, path, endpoint):
 
 def test_unreachable_endpoint_fails_the_build_in_seconds(s3_remote, tmp_path, capsys):
     """A wrong --s3_endpoint_url is said at once, not after Beam's ten minutes of retries."""
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     tag = f"unreachable-{uuid.uuid4().hex[:6]}"
@@ -409,7 +410,7 @@ def test_unreachable_endpoint_fails_the_build_in_seconds(s3_remote, tmp_path, ca
 
 
 def test_missing_output_bucket_is_named_before_the_build(s3_remote, tmp_path, capsys):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     tag = f"nobucket-{uuid.uuid4().hex[:6]}"
@@ -425,7 +426,8 @@ def test_missing_output_bucket_is_named_before_the_build(s3_remote, tmp_path, ca
 
 def test_workers_check_access_at_setup(s3_remote):
     """The check a DoFn's setup() runs: bounded, with the error the launcher gives."""
-    from mintdim_beam import errors, storage_access
+    from mintdim_beam import errors
+    from mintdim_beam.storage import access as storage_access
 
     closed = _flags_with(s3_remote, s3_endpoint_url=f"http://127.0.0.1:{_free_port()}")
     path = f"{s3_remote.root}/in/some.jsonl"
@@ -453,7 +455,7 @@ def _unreachable_argv(command: str, dataset: str, tmp_path: Path) -> list:
 def test_commands_that_read_a_dataset_fail_fast_on_unreachable_storage(s3_remote, tmp_path, capsys, command):
     """The same check as the build's, on the paths the command was given: exit 2 in
     seconds with the message that names the path and the flag, not minutes of retries."""
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     dataset = f"{s3_remote.root}/unreachable-{uuid.uuid4().hex[:6]}/out/chat"
     closed = f"http://127.0.0.1:{_free_port()}"
@@ -466,7 +468,7 @@ def test_commands_that_read_a_dataset_fail_fast_on_unreachable_storage(s3_remote
 
 
 def test_plan_of_a_job_fails_fast_on_unreachable_storage(s3_remote, tmp_path, capsys):
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     tag = f"unreachable-plan-{uuid.uuid4().hex[:6]}"
@@ -484,7 +486,8 @@ def test_plan_of_a_job_fails_fast_on_unreachable_storage(s3_remote, tmp_path, ca
 
 def test_reader_fails_fast_on_unreachable_storage(s3_remote, tmp_path):
     """open_output(..., options=...) gives FileSystems its settings and checks them first."""
-    from mintdim_beam import errors, reader
+    from mintdim_beam import errors
+    from mintdim_beam.reader import dataset as reader
 
     job = _job(tmp_path)
     tag = f"reader-{uuid.uuid4().hex[:6]}"
@@ -519,7 +522,8 @@ def _get(s3_remote: Remote, path: str) -> tuple:
 
 def test_s3_concatenation_copies_large_parts_server_side(s3_remote):
     """Parts of 5 MiB or more are copied by the store; smaller runs are grouped."""
-    from mintdim_beam import compose, storage
+    from mintdim_beam.storage import compose
+    from mintdim_beam.storage import files as storage
 
     MiB = 1 << 20
     sizes = [6 * MiB, 100, 200, 6 * MiB, 3 * MiB, 7 * MiB + 5, 10, 0, 12 * MiB, 4 * MiB, 2 * MiB, 9]
@@ -569,7 +573,7 @@ def test_s3_concatenation_copies_large_parts_server_side(s3_remote):
 def test_parts_layout_on_remote_storage_matches_local(s3_remote, tmp_path):
     """index_layout parts on s3://: the parts are renamed in place (server-side), the
     tree equals a local parts build, and verify reads the parts back."""
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     local = [str(tmp_path / "local" / "instructions"), str(tmp_path / "local" / "chat")]
@@ -592,7 +596,7 @@ def test_s3_reads_are_ranged_gets_and_small_writes_one_put(s3_remote):
     """A small file goes up in one PUT (not a multipart upload: its ETag is the md5 of
     its bytes), a large one as a multipart upload; reads give the bytes asked for,
     sequential ones through a read-ahead, and a missing object is FileNotFoundError."""
-    from mintdim_beam import storage
+    from mintdim_beam.storage import files as storage
 
     storage.configure(s3_remote.options)
     tag = f"{s3_remote.root}/requests-{uuid.uuid4().hex[:6]}"
@@ -648,8 +652,8 @@ def test_index_parts_on_remote_storage_are_listed_once_and_fetched_once_each(s3_
     """A parts dataset on s3:// (tens of parts per index), as the store sees it: each
     index folder is listed, and each part fetched by one GET (verify: one to hash it,
     one to parse it), with no request that asks for a part's size or existence."""
-    from mintdim_beam import reader
-    from mintdim_beam.cli import main
+    from mintdim_beam.reader import dataset as reader
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     local = [str(tmp_path / "local" / "instructions"), str(tmp_path / "local" / "chat")]
@@ -692,9 +696,10 @@ def test_index_parts_on_remote_storage_are_listed_once_and_fetched_once_each(s3_
 def test_spills_on_remote_storage_are_watched_each_once(s3_remote):
     """The local runner's progress, with the output on s3://: each spill's header is
     read once (a ranged read of its first bytes), unfinished or foreign names skipped."""
-    from mintdim_beam import build_progress, storage
-    from mintdim_beam.block_result import spill_header
-    from mintdim_beam.progress import Figures
+    from mintdim_beam.launch import build_progress
+    from mintdim_beam.storage import files as storage
+    from mintdim_beam.core.block_result import spill_header
+    from mintdim_beam.launch.progress import Figures
 
     storage.configure(s3_remote.options)
     spills = f"{s3_remote.root}/watch-{uuid.uuid4().hex[:6]}/blocks"
@@ -724,8 +729,8 @@ def test_spills_on_remote_storage_are_watched_each_once(s3_remote):
 
 
 def test_a_local_build_to_remote_storage_shows_progress_and_the_summary(s3_remote, tmp_path, capsys):
-    from mintdim_beam import progress
-    from mintdim_beam.cli import main
+    from mintdim_beam.launch import progress
+    from mintdim_beam.cli.commands import main
 
     job = _job(tmp_path)
     tag = f"progress-{uuid.uuid4().hex[:6]}"
@@ -800,7 +805,7 @@ def test_a_build_lists_its_inputs_once(s3_remote, tmp_path):
     assert all((want / name).read_bytes() == (got / name).read_bytes() for name in shards)
 
     # The plan command lists them once too (its check, and the blocks it tokenizes).
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     plan_job = dict(job, files=[f"{s3_remote.root}/{tag}/in/part-*.jsonl", *remote_named],
                     tokenizer_files=[tokenizer], on_template_unk="abort", on_bad_record="abort")

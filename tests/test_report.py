@@ -18,8 +18,8 @@ from test_reader import make_dataset
 
 pytest.importorskip("matplotlib")
 
-from mintdim_beam.consumer_cli import main as consumer_main  # noqa: E402
-from mintdim_beam.report import gather, render_html, write_report  # noqa: E402
+from mintdim_beam.cli.consumer_commands import main as consumer_main  # noqa: E402
+from mintdim_beam.reader.report import gather, render_html, write_report  # noqa: E402
 
 CHARTS = ("lengths", "padding", "duplicates", "unkchars", "overflow")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
-from mintdim_beam.cores import usable_cores
+from mintdim_beam.launch.cores import usable_cores
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -145,7 +145,7 @@ def test_dask_runner_gives_identical_bytes(corpus, dask_cluster, name, build_bat
 
 def test_dask_runner_by_name_from_the_cli(corpus, dask_cluster, tmp_path, capsys):
     """``mintdim-beam build job.yaml --runner DaskRunner --dask_client_address ...``."""
-    from mintdim_beam.cli import main
+    from mintdim_beam.cli.commands import main
 
     root, job, base = corpus
     outputs = [str(tmp_path / "instructions"), str(tmp_path / "chat")]
@@ -163,7 +163,7 @@ def test_dask_runner_by_name_from_the_cli(corpus, dask_cluster, tmp_path, capsys
                  "--dask_client_address", dask_cluster.scheduler_address]) == 0
     _assert_same(base, outputs)
     # Dask reports no counters: the summary shows the bytes planned, not "0 B read".
-    from mintdim_beam import progress
+    from mintdim_beam.launch import progress
 
     summary = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[unit-build] finished in ")]
     read = sum(os.path.getsize(f) for f in job["files"])
@@ -175,7 +175,8 @@ def test_dask_partitions_follow_the_cluster(tmp_path, dask_cluster):
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.dask.dask_runner import DaskOptions
 
-    from mintdim_beam import launcher, pipeline
+    from mintdim_beam.launch import launcher
+    from mintdim_beam import pipeline
 
     f = write_jsonl(tmp_path / "a.jsonl", [{"t": "x" * 100}] * 200)
     config = (pipeline("unit-build").source.jsonl(files=[f], fields=[["t"]], templates=["{t}"])
@@ -193,7 +194,8 @@ def test_dask_partitions_follow_the_cluster(tmp_path, dask_cluster):
 def test_duplicate_search_split_into_digest_ranges_gives_identical_bytes(corpus, monkeypatch):
     """Many duplicate tasks (a few hashes each, rows written a few members at a time),
     merged at finalize: same bytes."""
-    from mintdim_beam import transforms, write_stage
+    from mintdim_beam.beam import transforms
+    from mintdim_beam.beam import write_stage
 
     root, job, base = corpus
     monkeypatch.setattr(transforms, "DUPLICATE_TASK_BYTES", 37 * 64)

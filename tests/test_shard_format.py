@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from mintdim_beam.shard_format import (UINT16, UINT32, SlotOverflowError, decode_record, layout_units,
-                                       ragged_gather_index, slot_storage, view_records, widen_records)
+from mintdim_beam.format.shard_format import UINT16, UINT32, SlotOverflowError, decode_record, layout_units, ragged_gather_index, slot_storage, view_records, widen_records
 
 U2, U4 = np.dtype("<u2"), np.dtype("<u4")
 

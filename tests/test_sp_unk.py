@@ -1,4 +1,4 @@
-"""UNK substrings of SentencePiece Unigram models from the normalizer (``mintdim_beam.accel.sp_unk``).
+"""UNK substrings of SentencePiece Unigram models from the normalizer (``mintdim_beam.tokenization.accel.sp_unk``).
 
 The runs of unknown characters must give, text for text, the same substrings as the
 serialized protos' offsets (the reference path, and what ``tests/reference.py`` uses),
@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from mintdim_beam import sp_model, tokenizers
-from mintdim_beam.accel import sp_unk
-from mintdim_beam.tokenizers import SentencePieceTokenizer
+from mintdim_beam.tokenization import sp_model
+from mintdim_beam.tokenization import adapters as tokenizers
+from mintdim_beam.tokenization.accel import sp_unk
+from mintdim_beam.tokenization.adapters import SentencePieceTokenizer
 
 # Characters that decide runs and offsets: unknown to the small models (CJK, Thai,
 # symbols), rewritten by nmt_nfkc (full-width, ligatures, compatibility forms, NBSP,

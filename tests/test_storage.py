@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from mintdim_beam import storage
+from mintdim_beam.storage import files as storage
 
 
 @pytest.fixture

@@ -2,10 +2,7 @@
 
 import pytest
 
-from mintdim_beam.template import (
-    FieldTypeError, Segment, TemplateSyntaxError, parse_template, placeholders, render_value,
-    sequence_template,
-)
+from mintdim_beam.format.template import FieldTypeError, Segment, TemplateSyntaxError, parse_template, placeholders, render_value, sequence_template
 
 
 def test_segments_in_order_with_literals_named_token_template():

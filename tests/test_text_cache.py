@@ -1,4 +1,4 @@
-"""The cache of recurring field values (``mintdim_beam.text_cache``): exact ids, fewer
+"""The cache of recurring field values (``mintdim_beam.core.text_cache``): exact ids, fewer
 tokenizer calls, bounded memory, and rest on data whose values do not recur."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import TESTDATA, run_in_threads, write_jsonl
-from mintdim_beam import sample_lines
-from mintdim_beam.blocks import plan_blocks, read_block_lines
-from mintdim_beam.text_cache import TextCache
-from mintdim_beam.tokenizers import load_tokenizer
+from mintdim_beam.core import sample_lines
+from mintdim_beam.core.blocks import plan_blocks, read_block_lines
+from mintdim_beam.core.text_cache import TextCache
+from mintdim_beam.tokenization.adapters import load_tokenizer
 from test_records import _same, fresh_encoders
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")

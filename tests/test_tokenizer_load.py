@@ -13,9 +13,9 @@ import json
 import pytest
 
 from conftest import TESTDATA, write_jsonl
-from mintdim_beam import cli
+from mintdim_beam.cli import commands as cli
 from mintdim_beam.errors import TokenizerValidationError, error_from_dict
-from mintdim_beam.tokenizers import HF_JSON, SENTENCEPIECE, load_tokenizer
+from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, load_tokenizer
 
 SP_MODEL = (TESTDATA / "sp_unigram.model").read_bytes()
 HF_JSON_TEXT = (TESTDATA / "hf_bpe_unk.json").read_bytes()

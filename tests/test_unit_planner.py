@@ -16,15 +16,8 @@ import pytest
 from test_reader import DEMO_MODEL, TEMPLATE, dataset_rows, make_dataset
 
 from conftest import read_jsonl, write_jsonl
-from mintdim_beam.consumer_cli import main as consumer_main
-from mintdim_beam.unit_planner import (
-    LengthHistogram,
-    candidate_sizes,
-    dataset_length_histogram,
-    fit,
-    merge_counts,
-    optimal_sizes,
-)
+from mintdim_beam.cli.consumer_commands import main as consumer_main
+from mintdim_beam.reader.unit_planner import LengthHistogram, candidate_sizes, dataset_length_histogram, fit, merge_counts, optimal_sizes
 
 
 def brute_force(hist: LengthHistogram, k: int, multiple: int) -> int:
@@ -101,9 +94,9 @@ def test_job_histogram_runs_the_real_tokenization(tmp_path):
         "output": {"dir": str(tmp_path / "never_built"), "samples_per_shard": [4]},
         "run": {"block_size": 1024},
     }))
-    from mintdim_beam.api import load_job_file
-    from mintdim_beam.config import resolve
-    from mintdim_beam.launcher import length_histograms
+    from mintdim_beam.launch.api import load_job_file
+    from mintdim_beam.core.config import resolve
+    from mintdim_beam.launch.launcher import length_histograms
 
     spec, _ = load_job_file(str(job))
     config = resolve(spec, block_size=1024)

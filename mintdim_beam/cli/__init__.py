@@ -1,0 +1,3 @@
+"""The ``mintdim-beam`` command: flags, the build commands and the commands that read a
+dataset. May import any layer.
+"""

@@ -1,0 +1,25 @@
+"""Which files make a build's input fingerprint, and their sizes and sha256 once hashed.
+
+Pure on purpose: the launcher (a thread, while it builds the pipeline) or a pipeline step
+(``transforms.HashInputs`` on remote runners) does the hashing through
+``storage.file_digest``; this module only names the files and carries the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mintdim_beam.core.config import BuildConfig
+
+
+@dataclass(frozen=True)
+class InputDigests:
+    """Sizes and sha256 of the build's input and tokenizer files, hashed by the launcher."""
+
+    files: dict                # path -> (size, sha256)
+    seconds: float
+
+
+def fingerprint_paths(config: BuildConfig) -> list[str]:
+    """Every input and tokenizer file of the build, each once, sorted."""
+    return sorted({f.path for f in config.files} | {f.tokenizer.path for f in config.files})

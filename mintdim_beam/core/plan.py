@@ -1,0 +1,307 @@
+"""The global build plan, computed once from small per-block summaries (pure).
+
+Workers encode blocks independently and report only counts. This module turns those
+counts into every global fact the writers need, so no worker ever sees the corpus:
+
+* line and sample-id offsets of every block (prefix sums in sample order);
+* the rank of every record inside its unit, hence its shard and position;
+* the ``extend`` policy's new units, resolved in sample-id order, hence each output's
+  largest unit, which decides its slot dtype (``shard_format.slot_storage``) before any
+  shard is written: every shard task carries it;
+* the shard tasks: which byte ranges of which block spills make up each shard;
+* the duplicate tasks: which slice of each block's hash spill holds each digest range;
+* the first error, when a policy says ``abort``.
+
+The plan is computed once (from a single-key GroupByKey of the summaries) and travels
+inside the task elements that need it; its size grows with the number of blocks and
+overflow samples, never with the number of tokens.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import NamedTuple, Optional
+
+from mintdim_beam.core.config import BuildConfig
+
+
+@dataclass(frozen=True)
+class BlockRef:
+    """A byte range of one input file; the unit of parallel reading."""
+
+    file: int
+    block: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class EncodeGroup:
+    """Blocks one encode task reads and encodes, in order (``blocks.group_blocks``):
+    consecutive whole small files of one output, or one block alone."""
+
+    blocks: tuple              # BlockRef
+
+    @property
+    def key(self) -> tuple:
+        return (self.blocks[0].file, self.blocks[0].block)
+
+
+class OverflowSample(NamedTuple):
+    """An ``extend`` overflow sample, whose unit is decided by the plan."""
+
+    local_sample: int
+    token_count: int
+    token_offset: int          # into the block's overflow token spill
+    lengths: tuple             # per-segment token lengths
+
+
+@dataclass(frozen=True)
+class BlockSummary:
+    """What a block reports after encoding: counts only, no tokens."""
+
+    file: int
+    block: int
+    n_lines: int
+    n_samples: int
+    unit_counts: dict          # declared unit -> records in this block's spill
+    unit_tokens: dict          # declared unit -> payload tokens of those records
+    overflow: tuple            # OverflowSample, in sample order (extend policy only)
+    bad_records: int
+    overflow_events: int       # samples above max(declared sizes), any policy
+    first_error: Optional[tuple]  # (local_sample, local_line, error dict)
+    # Digest ranges (the output's duplicate tasks) the block's hash spill is cut into,
+    # its bounds file saying where each begins; 0 if it spilled no hash.
+    hash_tasks: int = 0
+    # Where each section of the block's spill lies: name ("unit_<size>", "overflow",
+    # "meta", "hashes") -> (byte offset, length); the tasks carry the offsets their
+    # readers need, so nothing reads a spill's header.
+    sections: dict = field(default_factory=dict)
+    # (file, block) naming the spill file that holds those sections: the first block of
+    # the block's encode group (``blocks.group_blocks``); None: the block's own.
+    spill: Optional[tuple] = None
+
+
+def spill_key(item) -> tuple:
+    """(file, block) naming the spill file of a summary or block plan (``layout.block_spill``)."""
+    return item.spill or (item.file, item.block)
+
+
+class Piece(NamedTuple):
+    """Part of a shard: ``count`` records of a block's section of a spill starting at
+    ``start``; ``file`` and ``block`` name the spill file (``spill_key``)."""
+
+    file: int
+    block: int
+    start: int
+    count: int
+    offset: int = 0            # byte offset of the unit's records in the spill
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    output: int
+    unit: int
+    shard: int
+    n_records: int
+    pieces: tuple              # Piece for declared units
+    # (spill file, spill block, OverflowSample, spill offset of its tokens) for extended units
+    overflow: tuple
+    # The output's largest unit (declared or extended): with the vocabulary, it sets
+    # the slot dtype of every shard of the output, and so whether declared units'
+    # spills (laid out for the largest declared unit) are widened when copied.
+    largest_unit: int
+
+
+@dataclass(frozen=True)
+class HashSpill:
+    """A block's hash spill, and the offsets that make its rows' block-local sample ids
+    and lines global."""
+
+    file: int
+    block: int
+    sample_offset: int
+    line_offset: int
+    offset: int = 0            # byte offset of the hash rows' section in the spill
+    spill: Optional[tuple] = None   # (file, block) of the spill file (``spill_key``)
+
+
+@dataclass(frozen=True)
+class DuplicateTask:
+    """Digest range ``task`` of an output's content hashes: that range's slice of each
+    spill (the spill's bounds file says where it is). ``spills`` is one tuple shared by
+    all the output's tasks, so the plan grows with blocks plus tasks, not their product."""
+
+    output: int
+    task: int
+    spills: tuple              # HashSpill, in sample order
+
+
+@dataclass
+class BlockPlan:
+    file: int
+    block: int
+    output: int
+    sample_offset: int
+    line_offset: int
+    unit_rank: dict                       # declared unit -> rank of the block's first record
+    extend: dict = field(default_factory=dict)   # local sample -> (unit, rank)
+    meta: tuple = (0, 0)                  # (offset, length) of the pickled result in the spill
+    samples: int = 0                      # samples the block read
+    spill: Optional[tuple] = None         # (file, block) of its spill file (``spill_key``)
+
+
+@dataclass
+class OutputPlan:
+    sizes: tuple                          # declared + extended, ascending
+    declared: tuple
+    samples: dict                         # unit -> records written
+    tokens: dict                          # unit -> payload tokens written
+    shards: dict                          # unit -> number of shards
+    bad_records: int = 0
+    overflow_samples: int = 0
+
+    @property
+    def largest_unit(self) -> int:
+        """The unit that sets the slot dtype with the vocabulary (DESIGN.md §5)."""
+        return max(self.sizes)
+
+
+@dataclass
+class BuildPlan:
+    blocks: dict                          # (file, block) -> BlockPlan
+    outputs: list
+    shard_tasks: list
+    error: Optional[dict] = None          # error dict of the first abort, global line set
+    duplicate_tasks: list = field(default_factory=list)
+
+
+def _ordered(config: BuildConfig, summaries) -> dict:
+    """Summaries of each output in sample order: file order in the output, then block."""
+    by_output: dict = {o.index: [] for o in config.outputs}
+    for s in summaries:
+        by_output[config.files[s.file].output].append(s)
+    for out in config.outputs:
+        position = {f: k for k, f in enumerate(out.files)}
+        by_output[out.index].sort(key=lambda s: (position[s.file], s.block))
+    return by_output
+
+
+def _first_error(config: BuildConfig, summaries, line_offsets) -> Optional[dict]:
+    found = sorted(
+        (s.file, s.block, s.first_error[0], s) for s in summaries if s.first_error is not None
+    )
+    if not found:
+        return None
+    _, _, _, s = found[0]
+    _, local_line, err = s.first_error
+    err = {"error": err["error"], "fields": dict(err["fields"])}
+    err["fields"]["line"] = line_offsets[(s.file, s.block)] + local_line + 1
+    err["fields"]["file"] = config.files[s.file].path
+    return err
+
+
+def make_plan(config: BuildConfig, summaries) -> BuildPlan:
+    """Compute the build plan from every block's summary."""
+    summaries = list(summaries)
+    line_offsets: dict = {}
+    totals: dict = {}
+    for s in sorted(summaries, key=lambda s: (s.file, s.block)):   # one pass: a corpus can be 10^5 files
+        line_offsets[(s.file, s.block)] = totals.get(s.file, 0)
+        totals[s.file] = line_offsets[(s.file, s.block)] + s.n_lines
+
+    error = _first_error(config, summaries, line_offsets)
+    blocks: dict = {}
+    outputs: list = []
+    tasks: list = []
+    duplicate_tasks: list = []
+    by_output = _ordered(config, summaries)
+    for out in config.outputs:
+        ordered = by_output[out.index]
+        declared = tuple(out.sizes)
+        sample_offset = 0
+        unit_rank = {u: 0 for u in declared}
+        unit_tokens = {u: 0 for u in declared}
+        runs: dict = {u: [] for u in declared}      # unit -> [(summary, count)]
+        added: list = []                             # extended sizes, ascending
+        members: dict = {}                           # extended unit -> [(file, block, ovf)]
+        bad = overflow_events = 0
+        for s in ordered:
+            plan = BlockPlan(s.file, s.block, out.index, sample_offset, line_offsets[(s.file, s.block)],
+                             dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))), samples=s.n_samples,
+                             spill=s.spill)
+            for u, c in s.unit_counts.items():
+                unit_rank[u] += c
+                unit_tokens[u] += s.unit_tokens[u]
+                runs[u].append((s, c))
+            for ovf in s.overflow:
+                if not added or ovf.token_count > added[-1]:
+                    added.append(ovf.token_count)
+                    members[ovf.token_count] = []
+                    unit = ovf.token_count
+                else:
+                    unit = added[bisect.bisect_left(added, ovf.token_count)]
+                plan.extend[ovf.local_sample] = (unit, len(members[unit]))
+                members[unit].append((*spill_key(s), ovf, _offset(s, "overflow")))
+            blocks[(s.file, s.block)] = plan
+            sample_offset += s.n_samples
+            bad += s.bad_records
+            overflow_events += s.overflow_events
+
+        sps = out.samples_per_shard
+        largest = max(declared + tuple(added))
+        samples = {u: unit_rank[u] for u in declared}
+        tokens = dict(unit_tokens)
+        shards = {}
+        for u in declared:
+            shards[u] = -(-samples[u] // sps)
+            if error is None:
+                tasks.extend(_declared_tasks(out.index, u, runs[u], sps, largest))
+        for u in added:
+            samples[u] = len(members[u])
+            tokens[u] = sum(m[2].token_count for m in members[u])
+            shards[u] = -(-samples[u] // sps)
+            if error is None:
+                for k in range(shards[u]):
+                    chunk = tuple(members[u][k * sps:(k + 1) * sps])
+                    tasks.append(ShardTask(out.index, u, k, len(chunk), (), chunk, largest))
+        outputs.append(OutputPlan(tuple(sorted(declared + tuple(added))), declared, samples, tokens,
+                                  shards, bad, overflow_events))
+        if error is None:
+            duplicate_tasks.extend(_duplicate_tasks(out.index, ordered, blocks))
+    return BuildPlan(blocks, outputs, tasks, error, duplicate_tasks)
+
+
+def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
+    """The output's duplicate tasks: task ``t`` reads range ``t`` of every block's spill."""
+    spills = tuple(HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
+                             blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"), s.spill)
+                   for s in ordered if s.hash_tasks)
+    return [DuplicateTask(output, t, spills) for t in range(max((s.hash_tasks for s in ordered), default=0))]
+
+
+def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -> list:
+    """Cut the unit's records (runs of consecutive block records) into shards."""
+    tasks = []
+    pieces: list = []
+    shard, filled = 0, 0
+    for s, count in runs:
+        start = 0
+        while count > 0:
+            take = min(count, sps - filled)
+            pieces.append(Piece(*spill_key(s), start, take, _offset(s, f"unit_{unit}")))
+            start += take
+            count -= take
+            filled += take
+            if filled == sps:
+                tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), (), largest_unit))
+                shard, filled, pieces = shard + 1, 0, []
+    if filled:
+        tasks.append(ShardTask(output, unit, shard, filled, tuple(pieces), (), largest_unit))
+    return tasks
+
+
+def _offset(summary: BlockSummary, section: str) -> int:
+    """Where ``section`` of the block's spill begins (0 for a summary without sections)."""
+    return summary.sections.get(section, (0, 0))[0]

@@ -1,0 +1,69 @@
+"""Error classes of the MintDim spec, with structured fields and bilingual text.
+
+Every error prints the spec's two blocks, `[english] ...` then `[vietnam] ...`. The text
+is not the error's source of truth, though: each error also keeps the facts behind it
+(file, line, field, counts, ...) in `fields`, for three reasons:
+
+* A Beam pipeline raises errors on workers, often in another process or machine, while
+  the user reads them on the launcher. Facts travel as JSON (`to_dict` /
+  `error_from_dict`) and through pickle, and the launcher rebuilds the same class with
+  the same text, instead of a generic runtime error wrapping a traceback string.
+* Records skipped with `on_bad_record="skip"` are written to `bad_record_index.jsonl`
+  from the same facts (`error`, `reason`), so the index and the abort message agree.
+* Tests and callers can check what went wrong without parsing prose.
+
+The wording itself lives in `mintdim_beam.errors.messages`. This module is the catalogue:
+every class is importable from here and rebuilt from JSON by its name here, while the
+classes live by concept in `config_errors` (arguments and job files),
+`tokenizer_errors` (the tokenizer's file, tokens and vocabulary), `data_errors`
+(input files, records, output directories, stores) and `read_errors` (a built dataset
+read back: the reader, the report, the consumer commands), on the base in `error_base`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from mintdim_beam.errors.config_errors import FieldMappingError, OutputMappingError, PipelineValidationError, SamplesPerShardError, TemplateFieldMismatchError, TemplateMappingError, TokenizerMappingError, UnitMappingError, UnitValidationError
+from mintdim_beam.errors.data_errors import MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, SampleSchemaError, SourceParseError, StorageAccessError, UnitOverflowError
+from mintdim_beam.errors.base import MintDimError, _REGISTRY
+from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError, ReportError
+from mintdim_beam.errors.tokenizer_errors import TemplateTokenizerError, TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+
+__all__ = [
+    "MintDimError",
+    "error_from_dict",
+    "PipelineValidationError",
+    "MintDimFileNotFoundError",
+    "SourceParseError",
+    "SampleSchemaError",
+    "TokenizerValidationError",
+    "TokenizerSpecialTokenError",
+    "TokenizerMappingError",
+    "FieldMappingError",
+    "TemplateMappingError",
+    "TemplateFieldMismatchError",
+    "TemplateTokenizerError",
+    "UnitMappingError",
+    "OutputMappingError",
+    "UnitValidationError",
+    "UnitOverflowError",
+    "OutputValidationError",
+    "OutputClaimedError",
+    "TokenDTypeCapacityError",
+    "SamplesPerShardError",
+    "StorageAccessError",
+    "ReaderError",
+    "ReportError",
+    "DatasetAccessError",
+]
+
+
+def error_from_dict(data: Mapping[str, Any]) -> MintDimError:
+    """Rebuild an error from `MintDimError.to_dict()` output: same class, same text."""
+    name = data.get("error")
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"not a MintDim error class: {name!r}")
+    return cls._from_fields(dict(data.get("fields") or {}))
+

@@ -1,0 +1,341 @@
+"""Errors met while touching data: input files, records, output directories, stores.
+
+A separate module because these errors name where the data is (a file and line, a
+directory, an object-store path) rather than an argument, and most are raised on
+workers mid-build, so they travel back to the launcher as facts (`error_base`). The
+bad-record policy and `bad_record_index.jsonl` are built on `SourceParseError` and
+`SampleSchemaError`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from mintdim_beam.errors import messages as M
+from mintdim_beam.errors.base import MintDimError, _as_list, _facts
+
+
+class MintDimFileNotFoundError(MintDimError):
+    """A file the build needs (source, tokenizer, ...) does not exist.
+
+    `context` says which part of the configuration named the file, so the user knows
+    which argument to fix.
+    """
+
+    _variant_kinds = ("not_a_file",)
+
+    def __init__(self, context: str, path: str) -> None:
+        facts = _facts(context=context, path=path)
+        english, vietnamese = self._render(
+            M.FILE_NOT_FOUND,
+            [
+                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                M.labeled(M.FILE_NOT_FOUND_PATH, facts["path"]),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def not_a_file(cls, context: str, path: str, found: str) -> "MintDimFileNotFoundError":
+        """The path exists but is no readable regular file: ``found`` is a key of
+        ``messages.FILE_KINDS`` (directory, fifo, char_device, ...). A FIFO would block
+        the build's first read forever, so it is refused before any work."""
+        facts = _facts(kind="not_a_file", context=context, path=path, found=found)
+        what = M.FILE_KINDS.get(facts["found"], M.FILE_KINDS["other"])
+        english, vietnamese = cls._render(
+            M.FILE_NOT_REGULAR,
+            [
+                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                M.labeled(M.FILE_NOT_REGULAR_PATH, facts["path"]),
+                M.labeled(M.FILE_NOT_REGULAR_FOUND, what.en, what.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+
+# ---------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------
+
+
+class SourceParseError(MintDimError):
+    """A non-blank JSONL line is not a JSON object.
+
+    `reason` is one of "invalid UTF-8", "invalid JSON syntax", "JSON nested deeper than
+    512 levels" or "JSON value is not an object"; it is also the `reason` column of
+    `bad_record_index.jsonl`.
+    """
+
+    def __init__(self, file: str, line: int, reason: str) -> None:
+        facts = _facts(file=file, line=line, reason=reason)
+        english, vietnamese = self._render(
+            M.SOURCE_PARSE,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.REASON, facts["reason"]),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    _variant_kinds = ("looks_compressed", "bad_compressed")
+
+    @classmethod
+    def looks_compressed(cls, file: str, line: int, compression: str, extension: str) -> "SourceParseError":
+        """A file named as plain JSONL starts with a compressed format's magic bytes.
+
+        Always fatal, whatever the bad-record policy: the whole file is unreadable as
+        named, and skipping its "lines" would lose it silently.
+        """
+        facts = _facts(kind="looks_compressed", file=file, line=line, compression=compression,
+                       extension=extension, reason=f"looks {compression}-compressed")
+        english, vietnamese = cls._render(
+            M.SOURCE_PARSE,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.REASON, M.SOURCE_LOOKS_COMPRESSED.en.format(compression=compression),
+                          M.SOURCE_LOOKS_COMPRESSED.vi.format(compression=compression)),
+                M.labeled(M.FIX, M.SOURCE_LOOKS_COMPRESSED_FIX.en.format(extension=extension),
+                          M.SOURCE_LOOKS_COMPRESSED_FIX.vi.format(extension=extension)),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+    @classmethod
+    def bad_compressed(cls, file: str, line: int, compression: str, truncated: bool,
+                       detail: str = "") -> "SourceParseError":
+        """A compressed input is truncated or corrupt from ``line`` on (the lines before
+        it were read). Always fatal: the rest of the file cannot be read."""
+        facts = _facts(kind="bad_compressed", file=file, line=line, compression=compression, truncated=truncated,
+                       detail=detail, reason=f"{'truncated' if truncated else 'corrupt'} {compression} data")
+        text = M.SOURCE_TRUNCATED if truncated else M.SOURCE_CORRUPT
+        problem = M.Text(text.en.format(compression=compression, detail=detail),
+                         text.vi.format(compression=compression, detail=detail))
+        english, vietnamese = cls._render(
+            M.SOURCE_PARSE,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.REASON, problem.en, problem.vi),
+                M.labeled(M.FIX, M.SOURCE_BAD_COMPRESSED_FIX.en, M.SOURCE_BAD_COMPRESSED_FIX.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+
+class SampleSchemaError(MintDimError):
+    """A JSONL object does not fit its declared fields.
+
+    The main form reports missing declared fields; `wrong_type` reports a field whose
+    value is an array or an object. `reason` is the short English form written to
+    `bad_record_index.jsonl`.
+    """
+
+    _main_kind = "missing_fields"
+    _variant_kinds = ("wrong_type",)
+
+    def __init__(
+        self,
+        file: str,
+        line: int,
+        declared: Sequence[str],
+        missing: Sequence[str],
+        available: Sequence[str],
+    ) -> None:
+        facts = _facts(
+            file=file,
+            line=line,
+            declared=_as_list(declared),
+            missing=_as_list(missing),
+            available=_as_list(available),
+        )
+        english, vietnamese = self._render(
+            M.SAMPLE_MISSING_FIELDS,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.SAMPLE_DECLARED, M.words(facts["declared"])),
+                M.labeled(M.SAMPLE_MISSING, M.words(facts["missing"])),
+                M.labeled(M.SAMPLE_AVAILABLE, M.words(facts["available"])),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def wrong_type(
+        cls, file: str, line: int, declared: Sequence[str], field: str, type_name: str
+    ) -> "SampleSchemaError":
+        """A declared field holds a value that cannot be rendered as text."""
+        facts = _facts(
+            kind="wrong_type",
+            file=file,
+            line=line,
+            declared=_as_list(declared),
+            field=field,
+            type_name=type_name,
+        )
+        reason = M.SAMPLE_WRONG_TYPE_REASON
+        english, vietnamese = cls._render(
+            M.SAMPLE_WRONG_TYPE,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.FIELD, facts["field"]),
+                M.labeled(
+                    M.REASON,
+                    reason.en.format(type_name=facts["type_name"]),
+                    reason.vi.format(type_name=facts["type_name"]),
+                ),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+    @property
+    def reason(self) -> str:
+        """Short English reason for `bad_record_index.jsonl`."""
+        if self.fields.get("kind") == "wrong_type":
+            return M.REASON_WRONG_TYPE.format(field=self.fields["field"])
+        return M.REASON_MISSING_FIELDS.format(missing=M.words(self.fields["missing"]))
+
+
+
+
+class UnitOverflowError(MintDimError):
+    """A sample has more tokens than the largest unit and the overflow policy is "abort".
+
+    ``beyond_maximum(...)``: the policy is "extend", but the sample is longer than any
+    unit may be (``config.MAX_UNIT_SIZE``), so no unit can be added for it.
+    """
+
+    _variant_kinds = ("beyond_maximum",)
+
+    def __init__(self, file: str, line: int, token_count: int, max_unit_size: int) -> None:
+        facts = _facts(file=file, line=line, token_count=token_count, max_unit_size=max_unit_size)
+        english, vietnamese = self._render(
+            M.UNIT_OVERFLOW,
+            [
+                M.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
+                M.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
+                M.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
+                M.FIX,
+                M.bullet_pairs(M.UNIT_OVERFLOW_FIXES),
+                M.UNIT_OVERFLOW_POLICY,
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def beyond_maximum(cls, file: str, line: int, token_count: int, max_unit_size: int) -> "UnitOverflowError":
+        facts = _facts(kind="beyond_maximum", file=file, line=line, token_count=token_count,
+                       max_unit_size=max_unit_size)
+        english, vietnamese = cls._render(
+            M.UNIT_OVERFLOW,
+            [
+                M.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
+                M.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
+                M.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
+                M.labeled(M.PROBLEM, M.UNIT_OVERFLOW_EXTEND_LIMIT.en, M.UNIT_OVERFLOW_EXTEND_LIMIT.vi),
+                M.FIX,
+                M.bullet_pairs(M.UNIT_OVERFLOW_EXTEND_FIXES),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+
+# ---------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------
+
+
+class OutputValidationError(MintDimError):
+    """The output directory already holds files; MintDim never writes over earlier output.
+
+    ``unusable(directory, reason, detail)``: the directory cannot be an output at all
+    (``reason``: ``dangling_link``, ``not_directory``, ``not_writable``, ``inside_staging``, or for a versioned root
+    ``latest_not_file`` and ``dataset_as_root``).
+    """
+
+    _variant_kinds = ("unusable",)
+
+    def __init__(self, directory: str) -> None:
+        facts = _facts(directory=directory)
+        english, vietnamese = self._render(
+            M.OUTPUT_NOT_EMPTY,
+            [M.labeled(M.DIRECTORY, facts["directory"]), M.OUTPUT_USE_NEW],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def unusable(cls, directory: str, reason: str, detail: str) -> "OutputValidationError":
+        facts = _facts(kind="unusable", directory=directory, reason=reason, detail=detail)
+        problem, fix = M.OUTPUT_UNUSABLE_REASONS[facts["reason"]]
+        english, vietnamese = cls._render(
+            M.OUTPUT_UNUSABLE,
+            [
+                M.labeled(M.DIRECTORY, facts["directory"]),
+                M.labeled(M.PROBLEM, problem.en.format(detail=facts["detail"]),
+                          problem.vi.format(detail=facts["detail"])),
+                M.labeled(M.FIX, fix.en, fix.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
+
+class OutputClaimedError(MintDimError):
+    """Another build claimed the output directory: one directory belongs to one build.
+
+    ``owner``, ``host``, ``pid`` and ``started_at`` come from that build's claim;
+    ``status`` says what is known of it: ``running`` or ``gone`` (a process on this
+    host), ``unknown`` (another host), ``unreadable`` (an empty claim file) or
+    ``replaced`` (it overwrote this build's claim on an object store). A claim is never taken over: the text says how to recover.
+    """
+
+    def __init__(self, directory: str, owner: str, host: str, pid: int, started_at: str,
+                 status: str) -> None:
+        facts = _facts(directory=directory, owner=owner, host=host, pid=pid, started_at=started_at,
+                       status=status)
+        status_text = M.OUTPUT_CLAIMED_STATUSES.get(facts["status"], M.OUTPUT_CLAIMED_STATUSES["unknown"])
+        who = {k: facts[k] for k in ("owner", "host", "pid", "started_at")}
+        english, vietnamese = self._render(
+            M.OUTPUT_CLAIMED,
+            [
+                M.labeled(M.DIRECTORY, facts["directory"]),
+                M.labeled(M.OUTPUT_CLAIMED_BY, M.OUTPUT_CLAIMED_OWNER.en.format(**who),
+                          M.OUTPUT_CLAIMED_OWNER.vi.format(**who)),
+                M.labeled(M.OUTPUT_CLAIMED_STATUS, status_text.en, status_text.vi),
+                M.OUTPUT_CLAIMED_RULE,
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+
+# ---------------------------------------------------------------------------
+# Storage
+# ---------------------------------------------------------------------------
+
+
+class StorageAccessError(MintDimError):
+    """An object store named by the job cannot be reached with the options given.
+
+    Raised by the access check (``storage_access``) that the launcher and every
+    worker run once, with a short deadline, before touching ``gs://`` or ``s3://``;
+    without it a wrong endpoint or key shows only after Beam's retries (about ten
+    minutes). ``problem`` is ``endpoint``, ``credentials``, ``region``, ``bucket``
+    or ``gcs`` and chooses the option the message tells the user to fix;
+    ``reason`` is what the store (or the network) answered.
+    """
+
+    def __init__(self, path: str, problem: str, reason: str) -> None:
+        facts = _facts(path=path, problem=problem, reason=reason)
+        fix = M.STORAGE_FIXES.get(facts["problem"], M.STORAGE_FIXES["endpoint"])
+        english, vietnamese = self._render(
+            M.STORAGE_UNREACHABLE,
+            [
+                M.labeled(M.STORAGE_PATH, facts["path"]),
+                M.labeled(M.REASON, facts["reason"]),
+                M.FIX,
+                M.bullet_pairs([fix]),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)

@@ -1,0 +1,201 @@
+"""Errors about the tokenizer: its file, its special tokens, its vocabulary size, and
+template text it cannot encode.
+
+A separate module because these facts come from the tokenizer library, not from the
+user's arguments or data, so the fix is on the tokenizer side (another file, another
+model, a template without the offending literal); the messages say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from mintdim_beam.errors import messages as M
+from mintdim_beam.errors.base import MintDimError, _as_list, _facts
+
+
+class TokenizerValidationError(MintDimError):
+    """The tokenizer step is structurally wrong, or its file format is unsupported.
+
+    The main form names the `component` at fault and the `problem`, followed by the
+    spec's tokenizer rules; `unsupported_format(path)` lists the formats V1 reads.
+    """
+
+    _main_kind = "invalid"
+    _variant_kinds = ("unsupported_format", "unloadable")
+
+    def __init__(self, component: str, problem: str, problem_vi: str | None = None) -> None:
+        """``problem_vi``: the problem in Vietnamese; without it the problem reads the same
+        in both blocks, as the spec prints "tokenizer file path must be str, got int"."""
+        facts = _facts(component=component, problem=problem)
+        if problem_vi is not None:
+            facts["problem_vi"] = problem_vi
+        english, vietnamese = self._render(
+            M.TOKENIZER_INVALID,
+            [
+                M.labeled(M.TOKENIZER_COMPONENT, facts["component"]),
+                M.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi")),
+                M.RULES,
+                M.bullet_pairs(M.TOKENIZER_RULES),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def unsupported_format(
+        cls, path: str | None = None, tokenizer_type: Any = None
+    ) -> "TokenizerValidationError":
+        """The tokenizer file is neither a SentencePiece model nor a tokenizer.json.
+
+        `tokenizer_type`, when given, is the unknown value of a job file's
+        `tokenizer.type`; the message names it and the closest valid value.
+        """
+        extra = {} if tokenizer_type is None else {"tokenizer_type": tokenizer_type}
+        facts = _facts(kind="unsupported_format", path=path, **extra)
+        paragraphs = [] if facts["path"] is None else [M.labeled(M.FILE, facts["path"])]
+        if tokenizer_type is not None:
+            paragraphs.append(_tokenizer_type_text(facts["tokenizer_type"]))
+        paragraphs += [M.TOKENIZER_SUPPORTED_FORMATS, M.bullets(M.TOKENIZER_FORMATS)]
+        english, vietnamese = cls._render(M.TOKENIZER_UNSUPPORTED, paragraphs)
+        return cls._make(english, vietnamese, facts)
+
+
+    @classmethod
+    def unloadable(cls, path: str, tokenizer_type: str, problem: str, detail: str = "",
+                   looks_like: str | None = None) -> "TokenizerValidationError":
+        """The tokenizer file cannot be loaded as the declared ``tokenizer_type``.
+
+        ``problem`` is a key of ``messages.TOKENIZER_LOAD_PROBLEMS`` (empty, truncated or
+        damaged, not JSON, JSON but not a tokenizer, named as the other format);
+        ``detail`` the parser's own words; ``looks_like`` the other type when the bytes
+        read as that format, which the message then suggests.
+        """
+        facts = _facts(kind="unloadable", path=path, tokenizer_type=tokenizer_type, problem=problem,
+                       detail=detail, looks_like=looks_like)
+        said = M.TOKENIZER_LOAD_PROBLEMS[problem]
+        paragraphs = [
+            M.labeled(M.FILE, facts["path"]),
+            M.labeled(M.TOKENIZER_DECLARED, M.TOKENIZER_FORMAT_OF.get(tokenizer_type, tokenizer_type)),
+            M.labeled(M.PROBLEM, said.en.format(detail=detail, extension=detail),
+                      said.vi.format(detail=detail, extension=detail)),
+        ]
+        if looks_like in M.TOKENIZER_LOOKS_LIKE:
+            hint = M.TOKENIZER_LOOKS_LIKE[looks_like]
+            paragraphs.append(M.labeled(M.FIX, hint.en, hint.vi))
+        paragraphs.append(M.labeled(M.RULE, M.TOKENIZER_LOAD_RULE.en, M.TOKENIZER_LOAD_RULE.vi))
+        english, vietnamese = cls._render(M.TOKENIZER_UNLOADABLE, paragraphs)
+        return cls._make(english, vietnamese, facts)
+
+
+def _tokenizer_type_text(value: Any) -> M.Text:
+    import difflib
+
+    close = difflib.get_close_matches(str(value), M.TOKENIZER_TYPES, n=1, cutoff=0.6)
+    hint = M.Text("", "") if not close else M.Text(
+        M.TOKENIZER_TYPE_HINT.en.format(close=close[0]), M.TOKENIZER_TYPE_HINT.vi.format(close=close[0]))
+    choices = ", ".join(M.TOKENIZER_TYPES)
+    return M.Text(
+        M.TOKENIZER_TYPE_VALUE.en.format(value=repr(value), hint=hint.en, choices=choices),
+        M.TOKENIZER_TYPE_VALUE.vi.format(value=repr(value), hint=hint.vi, choices=choices),
+    )
+
+
+def _unk_chars_text(unk_chars: Sequence[str], literals: Sequence[str] | None) -> M.Text:
+    """`'✓' (U+2713), '漢字' (U+6F22 U+5B57) in literal segments '\n✓ '`."""
+    shown = ", ".join(
+        f"{text!r} ({' '.join(f'U+{ord(ch):04X}' for ch in text)})" for text in unk_chars
+    )
+    where_en = where_vi = ""
+    if literals:
+        listed = ", ".join(repr(lit) for lit in literals)
+        where_en = f" {M.TEMPLATE_UNK_IN_LITERALS.en} {listed}"
+        where_vi = f" {M.TEMPLATE_UNK_IN_LITERALS.vi} {listed}"
+    return M.labeled(M.TEMPLATE_UNK_CHARS, shown + where_en, shown + where_vi)
+
+
+class TokenizerSpecialTokenError(MintDimError):
+    """The tokenizer library does not provide a special token MintDim needs.
+
+    Special-token ids (`unk_id`, `pad_id`) come from the tokenizer only, never from the
+    user, so the fix is on the tokenizer side; the message says which token is missing.
+    """
+
+    def __init__(self, tokenizer: str, special_token: str, problem: str) -> None:
+        facts = _facts(tokenizer=tokenizer, special_token=special_token, problem=problem)
+        english, vietnamese = self._render(
+            M.TOKENIZER_SPECIAL,
+            [
+                M.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
+                M.labeled(M.SPECIAL_TOKEN_LABEL, facts["special_token"]),
+                M.labeled(M.PROBLEM, facts["problem"]),
+                M.labeled(M.RULE, M.TOKENIZER_SPECIAL_RULE.en, M.TOKENIZER_SPECIAL_RULE.vi),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+
+class TemplateTokenizerError(MintDimError):
+    """Literal (non-placeholder) text of a template encodes to UNK.
+
+    The literal is repeated in every sample, so every sample would carry the same UNK;
+    raised when the template-UNK policy is "abort". `literals` optionally records the
+    offending literal segments for programmatic use; the message keeps the spec's text.
+    """
+
+    def __init__(
+        self,
+        file_index: int,
+        template: str,
+        literals: Sequence[str] | None = None,
+        unk_chars: Sequence[str] | None = None,
+    ) -> None:
+        extra = {} if unk_chars is None else {"unk_chars": _as_list(unk_chars)}
+        facts = _facts(
+            file_index=file_index,
+            template=template,
+            literals=None if literals is None else _as_list(literals),
+            **extra,
+        )
+        paragraphs = [
+            M.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
+            M.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
+            M.labeled(M.PROBLEM, M.TEMPLATE_UNK_PROBLEM.en, M.TEMPLATE_UNK_PROBLEM.vi),
+        ]
+        if facts.get("unk_chars"):
+            paragraphs.append(_unk_chars_text(facts["unk_chars"], facts["literals"]))
+        paragraphs += [
+            M.labeled(M.FIX, M.TEMPLATE_UNK_FIX.en, M.TEMPLATE_UNK_FIX.vi),
+            M.TEMPLATE_UNK_POLICY,
+        ]
+        english, vietnamese = self._render(M.TEMPLATE_UNK, paragraphs)
+        super().__init__(english, vietnamese, facts)
+
+
+class TokenDTypeCapacityError(MintDimError):
+    """The tokenizer's vocabulary does not fit uint32 next to the reserved magic value.
+
+    Numbers are grouped the way each language writes them (5,000,000,000 in English,
+    5.000.000.000 in Vietnamese), as in the spec.
+    """
+
+    def __init__(self, vocab_size: int) -> None:
+        facts = _facts(vocab_size=vocab_size)
+        size = facts["vocab_size"]
+        limits = [
+            M.Text(
+                M.DTYPE_LIMIT.en.format(dtype=dtype, limit=M.number_en(limit)),
+                M.DTYPE_LIMIT.vi.format(dtype=dtype, limit=M.number_vi(limit)),
+            )
+            for dtype, limit in M.DTYPE_LIMITS
+        ]
+        english, vietnamese = self._render(
+            M.DTYPE_CAPACITY,
+            [
+                M.labeled(M.DTYPE_VOCAB_SIZE, M.number_en(size), M.number_vi(size)),
+                M.DTYPE_SUPPORTED,
+                M.bullet_pairs(limits),
+                M.FIX,
+                M.bullet_pairs(M.DTYPE_FIXES),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)

@@ -1,0 +1,237 @@
+"""The two ways to declare a build: the spec's fluent API and a job file.
+
+``pipeline("unit-build").source...tokenizer...units...output...run()``: each step only
+records what was declared; nothing is read, loaded or validated before ``run()``, which
+validates everything (``config.resolve`` then ``preflight.check``) before the Beam
+pipeline is constructed. A job file (YAML or JSON, :func:`load_job_file`) holds the same
+fields plus a ``run`` section of policies; :func:`demo_job` is the bundled demo. Both
+give the same ``JobSpec``, so the CLI and the library validate one way.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+from mintdim_beam import errors
+from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_job_sections, resolve
+from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE
+
+DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo")
+
+
+class _Source:
+    def __init__(self, job: "UnitBuildJob"):
+        self._job = job
+
+    def jsonl(self, files=None, fields=None, templates=None) -> "UnitBuildJob":
+        """Declare JSONL inputs: ``fields[i]`` and ``templates[i]`` apply to ``files[i]``."""
+        job = self._job._copy()
+        job._spec.files, job._spec.fields, job._spec.templates = files, fields, templates
+        return job
+
+
+class _Tokenizer:
+    def __init__(self, job: "UnitBuildJob"):
+        self._job = job
+
+    def _set(self, kind: str, files) -> "UnitBuildJob":
+        job = self._job._copy()
+        job._spec.tokenizer_kind, job._spec.tokenizer_files = kind, files
+        return job
+
+    def sentencepiece(self, files=None) -> "UnitBuildJob":
+        """SentencePiece ``.model`` files: one shared, or one per input file."""
+        return self._set(SENTENCEPIECE, files)
+
+    def hf_json(self, files=None) -> "UnitBuildJob":
+        """Hugging Face ``tokenizer.json`` files: one shared, or one per input file."""
+        return self._set(HF_JSON, files)
+
+
+class _Output:
+    def __init__(self, job: "UnitBuildJob"):
+        self._job = job
+
+    def dir(self, path_or_paths=None, samples_per_shard=None) -> "UnitBuildJob":
+        """Output directory (shared) or directories (one per input file)."""
+        job = self._job._copy()
+        job._spec.output_dirs, job._spec.samples_per_shard = path_or_paths, samples_per_shard
+        return job
+
+
+class UnitBuildJob:
+    """A declared unit build. Steps return a new job; ``run()`` executes it."""
+
+    def __init__(self):
+        self._spec = JobSpec()
+
+    def _copy(self) -> "UnitBuildJob":
+        job = UnitBuildJob()
+        job._spec = copy.copy(self._spec)
+        return job
+
+    @property
+    def source(self) -> _Source:
+        return _Source(self)
+
+    @property
+    def tokenizer(self) -> _Tokenizer:
+        return _Tokenizer(self)
+
+    @property
+    def output(self) -> _Output:
+        return _Output(self)
+
+    def units(self, sizes=None, build_batch=None) -> "UnitBuildJob":
+        """Unit sizes (ascending payload widths) and samples per tokenizer batch."""
+        job = self._copy()
+        job._spec.sizes, job._spec.build_batch = sizes, build_batch
+        return job
+
+    @property
+    def spec(self) -> JobSpec:
+        return copy.copy(self._spec)
+
+    def config(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
+               block_size=DEFAULT_BLOCK_SIZE, accelerators=True, index_layout="file"):
+        """Validate the declaration and return the resolved ``BuildConfig``."""
+        policies = Policies(on_overflow=on_overflow, on_template_unk=on_template_unk,
+                            on_bad_record=on_bad_record)
+        return resolve(self._spec, policies, block_size, accelerators, index_layout)
+
+    def run(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
+            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print, accelerators=True,
+            index_layout="file", quiet=False):
+        """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
+
+        ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``
+        encodes with the tokenizer libraries' public APIs alone (``mintdim_beam.tokenization.accel``;
+        same output, more CPU). ``index_layout="parts"`` publishes each per-block index as
+        its blocks' parts (``sample_index/part-NNNNN.jsonl``, ...) instead of one file:
+        nothing to concatenate at finalize; readers take either. ``quiet=True``: no
+        progress display on stderr (``echo`` still gets the result lines). Raises the
+        spec's error class when validation fails or a policy aborts the build. Returns a
+        ``BuildResult``.
+        """
+        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout)
+        from mintdim_beam.launch.launcher import launch  # Beam is imported only when a build runs
+
+        return launch(config, runner=runner, options=options, echo=echo, quiet=quiet)
+
+
+def pipeline(name: str) -> UnitBuildJob:
+    """Start a job declaration; MintDim 0.1 has one pipeline, ``"unit-build"``."""
+    if name != "unit-build":
+        raise errors.PipelineValidationError.invalid(
+            problem=f"unknown pipeline {name!r}", rules=['pipeline("unit-build") is the only pipeline'],
+            problem_vi=f"không có pipeline {name!r}", rules_vi=['pipeline("unit-build") là pipeline duy nhất'])
+    return UnitBuildJob()
+
+
+# --------------------------------------------------------------------------- job files
+
+_SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
+
+
+def job_file_error(problem: str, problem_vi: str) -> errors.PipelineValidationError:
+    sections = ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())
+    return errors.PipelineValidationError.invalid(
+        problem=problem, rules=["job file sections: " + sections],
+        problem_vi=problem_vi, rules_vi=["các section của job file: " + sections],
+    )
+
+
+def _unique_keys(pairs) -> dict:
+    """A JSON object, or a ValueError for a key given twice (the last one used to win
+    silently: a second ``run`` section replaced the first one's policies)."""
+    found: dict = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} appears twice in one mapping")
+        found[key] = value
+    return found
+
+
+def _load_yaml(text: str):
+    """``yaml.safe_load``, refusing a key given twice in one mapping."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} appears twice in one mapping", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=UniqueKeyLoader)
+
+
+def load_job_file(path: str) -> tuple[JobSpec, dict]:
+    """Parse a YAML/JSON job file into a JobSpec and the ``run`` section."""
+    if not os.path.exists(path):
+        raise errors.MintDimFileNotFoundError(context="job file", path=path)
+    if not os.path.isfile(path):   # a directory, or a FIFO that would block the read
+        raise job_file_error(f"job file {path} is not a regular file",
+                             f"job file {path} không phải là file thường")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise job_file_error(f"job file {path} could not be read as UTF-8 text: {exc}",
+                             f"không đọc được job file {path} dưới dạng văn bản UTF-8: {exc}") from None
+    try:
+        if path.endswith(".json"):
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        else:
+            data = _load_yaml(text)
+    except Exception as exc:
+        raise job_file_error(f"job file {path} could not be parsed: {exc}",
+                             f"không parse được job file {path}: {exc}") from None
+    check_job_sections(data, path)
+    source, tok = data.get("source", {}), data.get("tokenizer", {})
+    units, output = data.get("units", {}), data.get("output", {})
+    kind, tok_files = tok.get("type"), tok.get("files")
+    given = [key for key in ("type", "files", SENTENCEPIECE, HF_JSON) if key in tok]
+    if len(set(given) & {SENTENCEPIECE, HF_JSON}) + bool(set(given) & {"type", "files"}) > 1:
+        # One of them used to win silently: a job with "type: hf_json" and a
+        # "sentencepiece:" key was built with the SentencePiece model.
+        raise job_file_error(
+            f"job file {path}: the tokenizer section gives {', '.join(given)}; give either type and files, "
+            f"or one of {SENTENCEPIECE}: [...] and {HF_JSON}: [...]",
+            f"job file {path}: section tokenizer có {', '.join(given)}; chỉ dùng type và files, "
+            f"hoặc một trong {SENTENCEPIECE}: [...] và {HF_JSON}: [...]")
+    for name in (SENTENCEPIECE, HF_JSON):
+        if name in tok:
+            kind, tok_files = name, tok[name]
+    if kind is not None and kind not in (SENTENCEPIECE, HF_JSON):
+        raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=kind)
+    spec = JobSpec(
+        files=source.get("files"), fields=source.get("fields"), templates=source.get("templates"),
+        tokenizer_kind=kind, tokenizer_files=tok_files,
+        sizes=units.get("sizes"), build_batch=units.get("build_batch"),
+        output_dirs=output.get("dir"), samples_per_shard=output.get("samples_per_shard"),
+    )
+    return spec, dict(data.get("run", {}))
+
+
+def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
+    """The bundled demo: English instructions and Vietnamese chat, one output each."""
+    spec = JobSpec(
+        files=[os.path.join(DEMO_DIR, "instructions.jsonl"), os.path.join(DEMO_DIR, "chat_vi.jsonl")],
+        fields=[["instruction", "input", "output"], ["prompt", "response"]],
+        templates=["### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{output}",
+                   "Người dùng: {prompt}\n\nTrợ lý: {response}"],
+        tokenizer_kind=SENTENCEPIECE,
+        tokenizer_files=[os.path.join(DEMO_DIR, "demo.model")],
+        sizes=[[64, 128, 256], [64, 128, 192]],
+        build_batch=[256],
+        output_dirs=[os.path.join(out_dir, "instructions"), os.path.join(out_dir, "chat_vi")],
+        samples_per_shard=[64],
+    )
+    return spec, {"on_overflow": "extend", "on_template_unk": "continue", "on_bad_record": "skip"}

@@ -1,0 +1,608 @@
+"""Run a validated build on a Beam runner and report the result.
+
+The default runner is Beam's FnApiRunner, picked explicitly: naming ``DirectRunner``
+first tries the Prism runner, which downloads a binary when the network allows, so the
+same command would behave differently on different machines. ``runner`` and
+``options`` accept anything Beam accepts (Dataflow, Flink, Spark, Dask, ...); the name
+``DaskRunner`` is resolved here, and a Dask build gets twice as many bag partitions as the
+cluster has threads unless ``--dask_npartitions`` says otherwise. Locally, a large input
+runs on one worker process per usable core (:func:`choose_local_mode`). Everything goes
+through Beam's public options; the build's own are in ``options.BuildOptions``.
+
+Before the pipeline starts, the launcher hands the file-system options to
+``FileSystems`` (so ``s3://`` endpoints and keys apply to its own checks) and marks
+every declared unit "not finalized". :func:`launch_versioned` builds into versioned
+roots (``ROOT/<build-id>/`` and ``ROOT/LATEST``) and can skip a build whose input
+fingerprint equals the latest one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import os
+import platform
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+
+from mintdim_beam.version import __version__
+from mintdim_beam.core import blocks
+from mintdim_beam.launch import build_progress
+from mintdim_beam import errors
+from mintdim_beam.beam import layout
+from mintdim_beam.launch import patterns
+from mintdim_beam.launch import preflight
+from mintdim_beam.beam import publish
+from mintdim_beam.storage import files as storage
+from mintdim_beam.storage import access as storage_access
+from mintdim_beam.core.config import BuildConfig, check_build_id
+from mintdim_beam.launch.cores import usable_cores
+from mintdim_beam.core.digests import InputDigests, fingerprint_paths
+from mintdim_beam.beam.options import BuildOptions, dask_sharers, encode_sharers, explicit_threads
+from mintdim_beam.beam.publish import mark_failed, mark_started
+from mintdim_beam.beam.transforms import UnitBuild, delivers_finish_bundle
+
+RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
+DASK_MAX_PARTITIONS = 256
+HASH_THREADS = 8
+#: Inputs at least this large run on one worker process per core by default
+#: (:func:`choose_local_mode`).
+MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
+#: Runner names the launcher maps to the local FnApiRunner.
+LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
+#: The local runner's flags that, when given, leave its mode to the user.
+LOCAL_MODE_FLAGS = ("direct_running_mode", "direct_num_workers")
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    unit: int
+    shard: int
+    path: str
+    samples: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class OutputResult:
+    """One published output directory and its ``stats.json``."""
+
+    path: str
+    stats: dict
+    shards: tuple = ()
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What ``run()`` returns: every output directory with its stats."""
+
+    outputs: tuple
+    build_info: dict = field(default_factory=dict)
+    #: The runner's ``mintdim`` counters (bytes_read, blocks_done, samples, tokens,
+    #: ...), when it reports metrics.
+    counters: dict = field(default_factory=dict)
+
+    @property
+    def output_dirs(self) -> list[str]:
+        return [o.path for o in self.outputs]
+
+    @property
+    def stats(self) -> dict:
+        return {o.path: o.stats for o in self.outputs}
+
+
+def make_options(options=None) -> PipelineOptions:
+    if options is None:
+        return PipelineOptions([])
+    if isinstance(options, PipelineOptions):
+        return options
+    if isinstance(options, (list, tuple)):
+        return PipelineOptions(list(options))
+    raise errors.PipelineValidationError.invalid(
+        problem=f"options must be a list of Beam flags or a PipelineOptions, got {type(options).__name__}",
+        rules=["options: list of Beam flags such as ['--direct_num_workers=2'], or PipelineOptions"],
+        problem_vi=f"options phải là một list các Beam flag hoặc một PipelineOptions, hiện tại là "
+                   f"{type(options).__name__}",
+        rules_vi=["options: list các Beam flag, ví dụ ['--direct_num_workers=2'], hoặc PipelineOptions"],
+    )
+
+
+def resolve_runner(runner, options: PipelineOptions):
+    """A runner object or name; local names become the FnApiRunner."""
+    if runner is None:
+        runner = options.view_as(StandardOptions).runner
+    if isinstance(runner, str) or runner is None:
+        if runner in LOCAL_RUNNERS:
+            from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+            return FnApiRunner(), "FnApiRunner"
+        return _named_runner(runner), runner
+    return runner, type(runner).__name__
+
+
+def _named_runner(name: str):
+    """The runner Beam knows by ``name``, made before anything is claimed or written: an
+    unknown name used to fail inside ``beam.Pipeline`` with a ValueError traceback."""
+    from apache_beam.runners.runner import create_runner
+
+    try:
+        return create_runner(name)
+    except ValueError:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"--runner {name} is not a runner Beam knows",
+            rules=["--runner: a Beam runner name (DataflowRunner, FlinkRunner, SparkRunner, PortableRunner, "
+                   "DaskRunner, ...), the module path of a PipelineRunner subclass, or leave it out for the "
+                   "local runner"],
+            problem_vi=f"--runner {name} không phải là runner mà Beam biết",
+            rules_vi=["--runner: tên một runner của Beam (DataflowRunner, FlinkRunner, SparkRunner, "
+                      "PortableRunner, DaskRunner, ...), đường dẫn module của một lớp con PipelineRunner, "
+                      "hoặc bỏ trống để dùng runner cục bộ"]) from None
+
+
+def flag_names(flags) -> set:
+    """The option names a list of Beam flags mentions (``--name``, ``--name=value``)."""
+    return {str(f).lstrip("-").partition("=")[0].replace("-", "_")
+            for f in flags or () if str(f).startswith("--")}
+
+
+def default_processes(total_input_bytes: int, cores: Optional[int] = None) -> int:
+    """Worker processes of the default local configuration: one per usable core
+    (``cores.usable_cores``: affinity and CPU quota) from ``MULTI_PROCESS_MIN_BYTES`` of
+    input when there are several, else 0 (in memory)."""
+    cores = usable_cores() if cores is None else cores
+    return cores if cores > 1 and total_input_bytes >= MULTI_PROCESS_MIN_BYTES else 0
+
+
+def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=None,
+                      sizes: Optional[dict] = None) -> None:
+    """Pick the local runner's mode when the user left it open (measured choice).
+
+    In memory, the encode pool keeps every core busy while one thread parses, but the
+    rest of the Python work (parsing, UNK audit, index rows, HF ids) shares one GIL.
+    Worker processes share nothing but cost Beam's start-up and shut-down of each
+    (Beam's trivial pipeline on two cores: about 1 s in memory, 4 s with two worker
+    processes), which a large input repays, when at least two blocks own a line: one
+    huge line is one block's work, which a second process cannot share.
+    Output bytes are the same either way. The choice is made through Beam's own
+    ``DirectOptions``. ``flags``: the list of flags the user gave, where the mode is
+    left open unless it names ``--direct_running_mode`` or ``--direct_num_workers``
+    (even at their defaults); a ``PipelineOptions`` object (``flags`` None) leaves it
+    open unless it holds a value other than Beam's default. ``sizes``: the inputs'
+    sizes as the launcher listed them (``patterns.expand_sizes``).
+    """
+    if runner is None:
+        runner = opts.view_as(StandardOptions).runner
+    if runner not in LOCAL_RUNNERS:
+        return
+    named = flag_names(flags) if flags is not None else set(opts.get_all_options(drop_default=True))
+    if any(name in named for name in LOCAL_MODE_FLAGS):
+        return
+    processes = default_processes(sum(storage.sizes([f.path for f in config.files], sizes)))
+    if processes and blocks.busy_blocks(config, sizes) < 2:
+        processes = 0   # one block owns every line (one huge line): one process does all the work
+    if processes:
+        direct = opts.view_as(DirectOptions)
+        direct.direct_running_mode = "multi_processing"
+        direct.direct_num_workers = processes
+
+
+def _encode_threads_option(opts: PipelineOptions):
+    """``--encode_threads`` as given (None: the default), or the spec's validation error."""
+    try:
+        return explicit_threads(opts)
+    except ValueError:
+        value = opts.view_as(BuildOptions).encode_threads
+        raise errors.PipelineValidationError.invalid(
+            problem=f"--encode_threads must be a positive integer, got {value}",
+            rules=["--encode_threads: a positive integer, or leave it out for the default"],
+            problem_vi=f"--encode_threads phải là số nguyên dương, hiện tại là {value}",
+            rules_vi=["--encode_threads: một số nguyên dương, hoặc bỏ trống để dùng giá trị mặc định"]) from None
+
+
+def _check_local_workers(opts: PipelineOptions) -> None:
+    """A negative ``--direct_num_workers`` reaches Beam, which fails with an IndexError
+    once the pipeline runs (0 is Beam's "one per core")."""
+    workers = opts.view_as(DirectOptions).direct_num_workers
+    if workers is not None and workers < 0:
+        raise errors.PipelineValidationError.invalid(
+            problem=f"--direct_num_workers must be 0 (one per core) or a positive integer, got {workers}",
+            rules=["--direct_num_workers: 0 (one per core) or a positive integer"],
+            problem_vi=f"--direct_num_workers phải là 0 (mỗi lõi một worker) hoặc một số nguyên dương, "
+                       f"nhận được {workers}",
+            rules_vi=["--direct_num_workers: 0 (mỗi lõi một worker) hoặc một số nguyên dương"])
+
+
+def _versions() -> dict:
+    import numpy
+    import sentencepiece
+    import tokenizers
+
+    return {
+        "mintdim_beam": __version__,
+        "apache_beam": beam.__version__,
+        "sentencepiece": sentencepiece.__version__,
+        "tokenizers": tokenizers.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{n} B"
+        value /= 1024
+    return f"{n} B"
+
+
+def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigests:
+    """Stream every input and tokenizer file through sha256 (FileSystems), a few at a time."""
+    started = time.monotonic()
+    paths = fingerprint_paths(config)
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths)))) as pool:
+        files = dict(zip(paths, pool.map(storage.file_digest, paths)))
+    return InputDigests(files, round(time.monotonic() - started, 3))
+
+
+def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
+           echo=print, input_digests=None, quiet: bool = False, input_sizes=None) -> BuildResult:
+    """Check, build and publish; raise the spec's error when the build cannot finish.
+
+    ``options``: a list of Beam flags or a ``PipelineOptions``. ``input_digests``: the
+    input files already hashed (a versioned build that checked for changes). Otherwise
+    a local build hashes them on a thread while the pipeline is prepared, and other
+    runners hash them in a pipeline step alongside the build. ``quiet``: no progress
+    display on stderr (``progress``); the result lines still go to ``echo``.
+    ``input_sizes``: ``{path: size}`` of the inputs already listed
+    (``patterns.expand_sizes``, as :func:`launch_versioned` does).
+
+    The inputs are listed once (with the pattern expansion), and that listing serves
+    the checks, the choice of local mode, the progress total and the block list: on
+    a bucket each round of asking is a listing, or requests per file.
+    """
+    flags = list(options) if isinstance(options, (list, tuple)) else None
+    opts = make_options(options)
+    threads = _encode_threads_option(opts)
+    _check_local_workers(opts)
+    storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
+    preflight.check_schemes(config)
+    storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
+    if input_sizes is None:
+        config, input_sizes = patterns.expand_sizes(config)     # glob entries, through FileSystems
+    else:
+        config = patterns.expand(config)
+    pre = preflight.check(config, ask=ask, interactive=interactive, claim=False, sizes=input_sizes)
+    runner, opts = _runner_alias(runner, opts)
+    choose_local_mode(config, runner, opts, flags if options is not None else [], input_sizes)
+    runner_obj, runner_name = resolve_runner(runner, opts)
+    direct = opts.view_as(DirectOptions)
+    hashing = None
+    if input_digests is None and runner_name == "FnApiRunner":
+        # Local build: the launcher hashes the inputs on a thread (sha256 and file reads
+        # release the GIL) while it builds the pipeline, instead of a pipeline step.
+        hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
+        input_digests = hashing.submit(hash_inputs, config)
+    sharers = _tune_for_runner(config, runner_name, opts, input_sizes)
+    if sharers is None:
+        sharers = encode_sharers(runner_name, opts)
+    started = time.time()
+    build_info = {
+        "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(),
+        "runner": runner_name,
+        "direct_running_mode": direct.direct_running_mode,
+        "direct_num_workers": direct.direct_num_workers,
+        # Resolved on each worker from these two (see options.py).
+        "encode_threads": threads if threads is not None else "auto",
+        "encode_sharers": sharers,
+        "block_size": config.block_size,
+        "build_batch": [f.build_batch for f in config.files],
+        "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
+        "versions": _versions(),
+    }
+    # Claimed last, when nothing before the pipeline can fail and leave a claim behind.
+    preflight.claim_outputs(config)
+    mark_started(config, build_info)
+    shown = build_progress.for_build(config, runner_name, quiet, started, sizes=input_sizes)
+    try:
+        with shown.context:
+            counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters,
+                                     input_sizes)
+    except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
+        raise _build_error(config, exc) from None
+    finally:
+        if hashing is not None:
+            hashing.shutdown(wait=False)
+    recorded = _recorded_error(config)
+    if recorded is not None:
+        raise recorded
+    result = dataclasses.replace(collect(config, build_info), counters=counters)
+    for line in shard_lines(result):
+        echo(line)
+    planned = build_progress.planned_bytes(config, input_sizes)
+    for line in build_progress.closing_lines(result, runner_name, time.time() - started, planned):
+        echo(line)
+    return result
+
+
+def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
+                  input_digests, on_counters=None, input_sizes=None) -> dict:
+    """Run the build to completion; close what the runner opened; return the runner's
+    ``mintdim`` counters ({} when it reports none). ``on_counters``: shown a live
+    runner's counters while it runs (``build_progress.wait``).
+
+    ``input_digests``: None (the pipeline hashes the inputs), an ``InputDigests``, or a
+    future of one still being computed. It is awaited before the transforms are built:
+    Beam copies (pickles) every DoFn, with its arguments, when it is applied.
+    """
+    digests = None
+    if input_digests is not None:
+        if not isinstance(input_digests, InputDigests):
+            input_digests = input_digests.result()
+        digests = input_digests.files
+        build_info["fingerprint"] = {
+            "computed_by": "launcher",
+            "files": len(input_digests.files),
+            "bytes": sum(size for size, _ in input_digests.files.values()),
+            "seconds": input_digests.seconds,
+        }
+    p = beam.Pipeline(runner=runner_obj, options=opts)
+    pipelined = delivers_finish_bundle(build_info.get("runner"))
+    # One process with several cores (the local in-memory runner): the tokenizer's
+    # own threads beat a word-by-word encoder on one core.
+    words = not (build_info.get("runner") == "FnApiRunner"
+                 and build_info.get("direct_running_mode") != "multi_processing"
+                 and usable_cores() > 1)
+    build_info["accelerators"] = config.accelerators
+    build_info["bpe_word_encoder"] = words and config.accelerators
+    _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
+                                     word_encoder=words, encode_sharers=build_info["encode_sharers"],
+                                     input_sizes=input_sizes)
+    result = p.run()
+    try:
+        state = build_progress.wait(result, build_info.get("runner"), on_counters)
+    finally:
+        client = getattr(result, "client", None)   # the DaskRunner opens a Client per run
+        if client is not None and hasattr(client, "close"):
+            client.close()
+    if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
+        raise RuntimeError(f"the pipeline ended in state {state}")
+    return build_progress.counters(result)
+
+
+def _runner_alias(runner, opts: PipelineOptions):
+    """``DaskRunner`` by name: Beam resolves only its built-in runner names."""
+    name = runner if runner is not None else opts.view_as(StandardOptions).runner
+    if isinstance(name, str) and name.lower() in ("daskrunner", "dask"):
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+
+        return DaskRunner(), opts
+    return runner, opts
+
+
+def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions,
+                     sizes: Optional[dict] = None) -> Optional[int]:
+    """Dask: size the bag partitions, and return the encode sharers per machine.
+
+    Partitions: as many as the cluster has threads, twice, unless the user chose. The
+    Dask runner keeps the partitioning of the first ``Create`` through the whole graph,
+    128 elements per partition by default: a build of fewer than 128 blocks would run
+    as a single chain of tasks on one worker. Each GroupByKey becomes a task-based
+    shuffle whose task count grows with the square of the partitions, so more
+    partitions than threads only costs scheduler time.
+
+    Encode sharers: the threads of the workers on the busiest host
+    (``options.dask_sharers``), known only by asking the scheduler; None elsewhere (or
+    without a scheduler address), where ``options.encode_sharers`` decides.
+    """
+    if "DaskRunner" not in str(runner_name):
+        return None
+    from apache_beam.runners.dask.dask_runner import DaskOptions
+
+    dask = opts.view_as(DaskOptions)
+    nthreads = _dask_nthreads(dask.address)
+    if not (dask.npartitions or dask.partition_size):
+        wanted = 2 * (sum(nthreads.values()) or usable_cores())
+        dask.npartitions = max(1, min(len(blocks.plan_groups(config, sizes)), wanted, DASK_MAX_PARTITIONS))
+    return dask_sharers(nthreads) if nthreads else None
+
+
+def _dask_nthreads(address: Optional[str]) -> dict:
+    """``{worker address: threads}`` of the Dask cluster at ``address`` ({} without one)."""
+    if address:
+        try:
+            from distributed import Client
+
+            with Client(address, timeout=10) as client:
+                return dict(client.nthreads())
+        except Exception:  # the runner will report an unreachable scheduler itself
+            pass
+    return {}
+
+
+def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:
+    """The spec error that finalize recorded for a policy abort, if any."""
+    for out in config.outputs:
+        record = storage.join(layout.staging_dir(out), layout.ERROR_RECORD)
+        if storage.exists(record):
+            return errors.error_from_dict(json.loads(storage.read_bytes(record)))
+    return None
+
+
+def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
+    """A crashed build: mark every output failed and hand back the cause."""
+    recorded = _recorded_error(config)
+    if recorded is not None:
+        return recorded
+    if isinstance(exc, KeyboardInterrupt):
+        message = f"the build was interrupted ({exc or 'KeyboardInterrupt'})"
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+    mark_failed(config, message)
+    return exc
+
+
+def collect(config: BuildConfig, build_info: dict) -> BuildResult:
+    """Read back each published output's stats and shard list."""
+    outputs = []
+    for out in config.outputs:
+        stats = json.loads(storage.read_bytes(storage.join(out.path, "stats.json")))
+        n_seg = len(out.sequence_template)
+        shards = []
+        for unit, info in stats["units"].items():
+            record_bytes = (1 + n_seg + int(unit)) * stats["bytes_per_token"]
+            for k in range(info["shards"]):
+                path = layout.final_shard(out.path, int(unit), k)
+                nbytes = storage.size(path)
+                shards.append(ShardInfo(int(unit), k, path, nbytes // record_bytes, nbytes))
+        outputs.append(OutputResult(out.path, stats, tuple(shards)))
+    return BuildResult(tuple(outputs), build_info)
+
+
+def shard_lines(result: BuildResult) -> list[str]:
+    """The spec's line per closed shard, and its warning above 512 MiB."""
+    lines = []
+    many = len(result.outputs) > 1
+    for out in result.outputs:
+        suffix = f" dir={out.path}" if many else ""
+        for s in out.shards:
+            lines.append(f"[unit-build] shard={s.shard:06d} samples={s.samples} bytes={human_bytes(s.bytes)} "
+                         f"unit={s.unit}{suffix}")
+            if s.bytes > RECOMMENDED_SHARD_BYTES:
+                lines.append(
+                    f"[unit-build:warning] shard={s.shard:06d} size={s.bytes / 2**20:.1f} MiB exceeds "
+                    "recommended 512 MiB.\nBuild continues because sharding is controlled by samples_per_shard."
+                )
+    return lines
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def length_histograms(config: BuildConfig, runner=None, options=None, workdir: Optional[str] = None,
+                      sizes: Optional[dict] = None) -> dict:
+    """``{output index: (LengthHistogram, bad_records)}`` of a job, by running its
+    tokenization (``transforms.CountTokenLengths``) without building it.
+
+    The merged counts are written as small JSON files under ``workdir`` (a temporary
+    directory by default; give a shared path on a distributed runner), then read back.
+    ``sizes``: the inputs' sizes already listed (``patterns.expand_sizes``), for the
+    block list.
+    """
+    import shutil
+    import tempfile
+
+    from mintdim_beam.beam.transforms import CountTokenLengths
+    from mintdim_beam.reader.unit_planner import LengthHistogram
+
+    opts = make_options(options)
+    storage.configure(opts)
+    runner, opts = _runner_alias(runner, opts)
+    runner_obj, _ = resolve_runner(runner, opts)
+    own_dir = workdir is None
+    workdir = workdir or tempfile.mkdtemp(prefix="mintdim-plan-")
+    try:
+        with beam.Pipeline(runner=runner_obj, options=opts) as p:
+            _ = (p
+                 | "CountTokenLengths" >> CountTokenLengths(config, sizes)
+                 | "WriteHistograms" >> beam.Map(_write_histogram, workdir))
+        out = {}
+        for o in config.outputs:
+            path = storage.join(workdir, f"histogram-{o.index}.json")
+            if storage.exists(path):
+                data = json.loads(storage.read_bytes(path))
+                out[o.index] = (LengthHistogram.from_counts(data["lengths"]), data["bad_records"])
+            else:
+                out[o.index] = (LengthHistogram.from_counts({}), 0)
+        return out
+    finally:
+        if own_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _write_histogram(element, workdir: str) -> None:
+    output, (hist, bad) = element
+    body = {"lengths": {str(k): v for k, v in sorted(hist.items())}, "bad_records": bad}
+    storage.write_text(storage.join(workdir, f"histogram-{output}.json"), json.dumps(body) + "\n")
+
+
+# --------------------------------------------------------------------------- versioned roots
+
+
+@dataclass(frozen=True)
+class VersionedResult:
+    """A build into versioned roots: its id, or the latest id when nothing changed."""
+
+    build_id: str
+    skipped: bool
+    roots: tuple
+    result: Optional[BuildResult] = None
+    fingerprints: dict = field(default_factory=dict)   # root -> fingerprint id (when checked)
+
+
+def new_build_id(now: Optional[float] = None) -> str:
+    """Sortable and unique: UTC time to the second, then 8 random hex digits."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def _check_versioned_root(root: str) -> None:
+    """Before any work: a root whose LATEST is a directory used to fail only once the build
+    was published (IsADirectoryError, a stray LATEST.tmp-*), and a root that is itself a
+    published dataset took builds inside it."""
+    latest = storage.join(root, layout.LATEST)
+    if storage.is_local(root) and os.path.lexists(latest) and not os.path.isfile(latest):
+        raise errors.OutputValidationError.unusable(root, "latest_not_file", latest)
+    manifest = storage.join(root, "manifest.json")
+    if storage.exists(manifest):
+        raise errors.OutputValidationError.unusable(root, "dataset_as_root", manifest)
+
+
+def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
+                     build_id: Optional[str] = None, ask=None, interactive=None,
+                     echo=print, quiet: bool = False) -> VersionedResult:
+    """Treat every output directory as a versioned root: build into ``ROOT/<build-id>/``.
+
+    After every output is published, each ``ROOT/LATEST`` is replaced (atomically) by
+    the new id. With ``skip_unchanged`` the launcher hashes the inputs first and skips
+    the build when every root's latest build has the same fingerprint.
+    """
+    if build_id is not None:
+        check_build_id(build_id)
+    opts = make_options(options)
+    storage.configure(opts)
+    preflight.check_schemes(config)
+    storage_access.check(storage_access.build_paths(config), opts)
+    config, sizes = patterns.expand_sizes(config)     # listed once, for launch() too
+    roots = tuple(out.path for out in config.outputs)
+    preflight.check_outputs_apart(config)   # roots, as the outputs are checked
+    for root in roots:
+        _check_versioned_root(root)
+    digests = None
+    current: dict = {}
+    if skip_unchanged:
+        preflight.check_inputs(config, sizes)   # before hashing them: a FIFO would block for good
+        digests = hash_inputs(config)
+        current = {out.path: publish.fingerprint(config, out, digests.files)["id"] for out in config.outputs}
+        latest = {root: publish.latest_fingerprint(root) for root in roots}
+        if all(latest[root] == current[root] for root in roots):
+            ids = sorted({publish.read_latest(root) for root in roots})
+            echo(f"[unit-build] unchanged: fingerprint equals LATEST ({', '.join(ids)}); nothing built "
+                 f"(inputs hashed in {digests.seconds:.1f} s)")
+            return VersionedResult(ids[0] if len(ids) == 1 else ",".join(ids), True, roots, None, current)
+    build_id = build_id or new_build_id()
+    versioned = dataclasses.replace(config, outputs=tuple(
+        dataclasses.replace(out, path=storage.join(out.path, build_id)) for out in config.outputs))
+    result = launch(versioned, runner=runner, options=options, ask=ask, interactive=interactive, echo=echo,
+                    input_digests=digests, quiet=quiet, input_sizes=sizes)
+    for root in roots:
+        publish.write_latest(root, build_id)
+    echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")
+    return VersionedResult(build_id, False, roots, result, current)

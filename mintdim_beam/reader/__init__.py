@@ -1,0 +1,23 @@
+"""Reading a published dataset: :func:`open_output`, samples and units, the sample
+index, the training view, ``verify``, exports, the report and unit-size planning.
+
+Never imports the build (``core``, ``beam``, ``launch``, ``cli``): a training job that
+reads a dataset loads neither Beam nor the build's modules. The public names below are
+imported on first use, so importing one module of this layer loads only what it needs.
+"""
+
+_PUBLIC = {
+    "open_output": "dataset", "Dataset": "dataset", "Sample": "dataset", "segment_mask": "dataset",
+    "ReaderError": "dataset", "CausalLMDataset": "training",
+}
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_PUBLIC)

@@ -1,0 +1,303 @@
+"""``verify --tokenizer``: a dataset checked against its sources.
+
+Sample ids are the ordinals of the non-blank lines of the source files, in the order
+the manifest lists them (DESIGN.md §4), so a dataset says where each sample comes from
+twice: by its id, and by the ``source_file``/``source_line`` of its index rows. One pass
+over the sources matches every row to its line *by id* and reports a row whose
+location disagrees, or whose id no line has; the sampled rows are then re-rendered
+with their file's template and re-tokenized, and compared with their hash, the other
+columns the source decides (``token_count``, ``unit_size``, ``empty_fields``) and
+their record.
+Keying by the row's own location instead would trust the very field being checked: a
+row moved to its neighbour's line would be compared with the neighbour, or skipped.
+
+Sources are streamed in chunks; a compressed or remote source goes through the build's
+storage layer, imported only then (it imports Beam).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from mintdim_beam.reader import dataset as rd
+from mintdim_beam.format.template import parse_template, render_value
+from mintdim_beam.reader.verify import LISTED_PER_CHECK, _Checker
+
+
+def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenizer: str, sample_rows: int) -> None:
+    """Re-render and re-tokenize ``sample_rows`` rows from their sources (0 = all).
+
+    Rows are matched to source lines by sample id, never by the ``source_file`` and
+    ``source_line`` they claim: ids number the non-blank lines of the manifest's source
+    files in order (DESIGN.md §4), so one pass over the sources finds the line behind
+    every id. Each row of sample_index.jsonl, overflow_index.jsonl and
+    bad_record_index.jsonl is checked against it (a changed location is a problem, and
+    so is an id no line has), and the sampled rows' records against the tokenizer's
+    encoding of their true line.
+    """
+    from mintdim_beam.tokenization.adapters import load_tokenizer
+
+    info = meta.manifest.get("tokenizer") or {}
+    path = info.get("path") if tokenizer == "manifest" else tokenizer
+    try:
+        tok = load_tokenizer(info.get("type"), path, rd.read_bytes(path))
+    except Exception as exc:
+        chk.problem(str(path), f"cannot load the tokenizer for re-tokenization: {str(exc).strip()}")
+        return
+    for key, got in (("vocab_size", tok.vocab_size), ("unk_id", tok.unk_id), ("pad_id", tok.pad_id)):
+        if info.get(key) != got:
+            chk.problem(str(path), f"tokenizer {key} is {got}, manifest.json says {info.get(key)}")
+    source = meta.manifest.get("source") or {}
+    files, templates = source.get("files") or [], source.get("templates") or []
+    fields = source.get("fields") or []
+    n = len(index)
+    picks = np.arange(n) if sample_rows <= 0 or sample_rows >= n else \
+        np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
+    truncated = set()
+    claims = _LocationClaims(index)
+    for name in ("overflow_index.jsonl", "bad_record_index.jsonl"):
+        for line, row in rd.iter_index(meta.path, name, meta.manifest):
+            if isinstance(row, dict) and isinstance(row.get("sample_id"), int):
+                claims.add(row["sample_id"], name, line, row.get("source_file"), row.get("source_line"))
+                if row.get("action") == "truncate":
+                    truncated.add(row["sample_id"])
+    built_from = {e.get("path"): e.get("sha256") for e in (meta.manifest.get("fingerprint") or {}).get("inputs") or []
+                  if isinstance(e, dict)}
+    lines = _lines_by_id(chk, files, claims, {int(index.sample_id[r]) for r in picks.tolist()}, built_from)
+    if not n:
+        return
+    try:
+        reader = rd.OutputReader(meta.path, index=index)
+    except rd.ReaderError as exc:   # e.g. two rows for one sample id (reported already)
+        chk.problem(rd.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
+        return
+    for r in picks.tolist():
+        sid = int(index.sample_id[r])
+        if sid not in lines:
+            continue   # no line has this id (reported), or a source could not be read
+        fi, line_no, text = lines[sid]
+        fname = files[fi]
+        where = f"{fname}:{line_no} (sample {sid})"
+        try:
+            obj = json.loads(text)
+            texts = [render_value(s.text, obj[s.text]) if s.is_field else s.text
+                     for s in parse_template(templates[fi])]
+        except Exception as exc:  # a source changed since the build
+            chk.problem(rd.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
+                        line=int(index.row_line[r]))
+            continue
+        digest = hashlib.sha256("".join(texts).encode("utf-8")).hexdigest()
+        if digest != index.hash(r):
+            chk.problem(rd.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
+                                         f"{index.hash(r)}", line=int(index.row_line[r]))
+        expected = [np.asarray(tok.encode(t), np.int64) for t in texts]
+        written = _check_columns(chk, meta, index, r, where, expected, sid in truncated,
+                                 _empty_fields(fields[fi] if fi < len(fields) else None, obj))
+        if sid in truncated:
+            expected = _truncate(expected, written)
+        try:
+            sample = reader.sample_at_row(r)
+        except rd.ReaderError:
+            continue  # already reported by the shard and index checks
+        got = [s.ids.astype(np.int64) for s in sample.segments]
+        for j, (e, g) in enumerate(zip(expected, got)):
+            if len(e) != len(g) or not np.array_equal(e, g):
+                chk.problem(sample.shard_path, f"{where}: segment {j} ({meta.sequence_template[j]}) holds "
+                                               f"{len(g)} tokens that differ from the {len(e)} the tokenizer "
+                                               f"gives for the source", record=sample.shard_record)
+                break
+        chk.report.retokenized += 1
+
+
+def _empty_fields(names, obj: dict):
+    """The declared fields whose value renders empty, in declared order, as the build
+    lists them in ``empty_fields``; None when the manifest does not name the fields."""
+    if not isinstance(names, list):
+        return None
+    return tuple(name for name in names if render_value(name, obj[name]) == "")
+
+
+def _check_columns(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, r: int, where: str,
+                   expected: list, truncated: bool, empty) -> int:
+    """The row's columns that its source line decides, against what it says:
+    ``token_count`` (the tokens written: all of them, or the largest unit's worth when
+    the overflow policy truncated the sample), ``unit_size`` (the smallest unit that
+    holds them, DESIGN.md §4; units added by ``extend`` included) and ``empty_fields``.
+    Returns the token count the source gives."""
+    total = sum(len(e) for e in expected)
+    sizes = list(meta.unit_sizes)
+    if truncated:
+        unit = written = max(sizes)
+    else:
+        written = total
+        unit = next((u for u in sizes if u >= total), None)
+    line = int(index.row_line[r])
+    got = int(index.token_count[r])
+    if got != written:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: token_count is {got}, the source gives {written} tokens"
+                                     + (" (truncated)" if truncated else ""), line=line)
+    got = int(index.unit[r])
+    if unit is None:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: its {total} tokens fit no unit of {sizes}, yet it has a row",
+                    line=line)
+    elif got != unit:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: unit_size is {got}, the source's {written} tokens go to unit {unit}",
+                    line=line)
+    listed = tuple(index.empty_fields.get(r, ()))
+    if empty is not None and listed != empty:
+        chk.problem(rd.SAMPLE_INDEX, f"{where}: empty_fields is {list(listed)}, the source's empty fields are "
+                                     f"{list(empty)}", line=line)
+    return written
+
+
+class _LocationClaims:
+    """Where each index row says its sample comes from, walked in ascending sample id
+    alongside the sources (sample_index.jsonl from its columns, the two small indexes
+    from their rows)."""
+
+    def __init__(self, index: rd.SampleIndex):
+        self.index = index
+        self.order = np.argsort(index.sample_id, kind="stable")
+        self.pos = 0
+        self.side: dict = {}       # sample id -> [(index file, line, source_file, source_line)]
+
+    def add(self, sid: int, name: str, line: int, file, source_line) -> None:
+        self.side.setdefault(sid, []).append((name, line, file, source_line))
+
+    def at(self, sid: int):
+        """Every claim about ``sid`` (ids must be asked in ascending order)."""
+        ix = self.index
+        while self.pos < len(self.order) and ix.sample_id[self.order[self.pos]] < sid:
+            self.pos += 1          # ids below: asked before, or below every line (never)
+        while self.pos < len(self.order) and ix.sample_id[self.order[self.pos]] == sid:
+            r = int(self.order[self.pos])
+            yield rd.SAMPLE_INDEX, int(ix.row_line[r]), ix.files[int(ix.file[r])], int(ix.line[r])
+            self.pos += 1
+        yield from self.side.pop(sid, ())
+
+    def left(self):
+        """Claims about ids beyond the last one asked for."""
+        ix = self.index
+        for r in self.order[self.pos:].tolist():
+            yield int(ix.sample_id[r]), rd.SAMPLE_INDEX, int(ix.row_line[r])
+        for sid, claims in sorted(self.side.items()):
+            for name, line, _, _ in claims:
+                yield sid, name, line
+
+
+def _lines_by_id(chk: _Checker, files: list, claims: _LocationClaims, wanted: set,
+                 built_from: dict) -> dict:
+    """One pass over the sources: ``{sample id: (file index, line, text)}`` for the
+    ``wanted`` ids, and a problem for every claim whose location is not its id's line,
+    and for a source whose sha256 is not the one ``built_from`` (the manifest's
+    fingerprint: path -> sha256) records."""
+    found: dict = {}
+    sid = 0
+    wrong = 0
+    for fi, fname in enumerate(files):
+        try:
+            sha = hashlib.sha256()
+            for line_no, raw in _source_lines(fname, sha):
+                text = _line_text(raw, line_no == 1)
+                if not text.strip():
+                    continue        # a blank line is not a sample
+                for name, at, file, line in claims.at(sid):
+                    if (file, line) != (fname, line_no):
+                        wrong += 1
+                        if wrong <= LISTED_PER_CHECK:
+                            chk.problem(name, f"sample {sid} comes from {fname}:{line_no} (sample ids number the "
+                                              f"non-blank lines of the sources), but the row says "
+                                              f"{file}:{line}", line=at)
+                if sid in wanted:
+                    found[sid] = (fi, line_no, text if isinstance(text, str) else text.decode("utf-8", "replace"))
+                sid += 1
+            want = built_from.get(fname)
+            got = sha.hexdigest() if _plain(fname) else _stored_sha256(fname)
+            if want is not None and got != want:
+                chk.problem(fname, f"sha256 is {got}, the fingerprint in manifest.json records {want}: the source "
+                                   f"changed after the build, so rows that disagree with it may be right")
+        except OSError as exc:
+            chk.problem(fname, f"cannot read the source file for re-tokenization: {exc}")
+            return found            # the ids of the lines after it are unknown
+    if wrong > LISTED_PER_CHECK:
+        chk.problem(rd.SAMPLE_INDEX, f"... and {wrong - LISTED_PER_CHECK} more rows name another source line "
+                                     f"than their sample id's")
+    unmatched = list(claims.left())
+    for s, name, at in unmatched[:LISTED_PER_CHECK]:
+        chk.problem(name, f"sample {s} matches no source line: the sources hold {sid} non-blank lines "
+                          f"(sample ids 0..{sid - 1})", line=at)
+    if len(unmatched) > LISTED_PER_CHECK:
+        chk.problem(rd.SAMPLE_INDEX, f"... and {len(unmatched) - LISTED_PER_CHECK} more rows match no source line")
+    return found
+
+
+def _truncate(segments: list, keep: int) -> list:
+    """The build's truncation: keep the first ``keep`` payload tokens, last segments shrink."""
+    out, left = [], keep
+    for s in segments:
+        out.append(s[:max(0, left)])
+        left -= len(s)
+    return out
+
+
+_COMPRESSED = (".gz", ".bz2", ".zst", ".zstd", ".xz", ".lzma", ".deflate")
+
+
+def _plain(path: str) -> bool:
+    return rd.is_local(path) and not path.lower().endswith(_COMPRESSED)   # as Beam detects: any case
+
+
+def _stored_sha256(path: str) -> str:
+    """The sha256 of a compressed or remote file's stored bytes, as the build's
+    fingerprint takes it."""
+    from mintdim_beam.storage.files import file_digest
+
+    return file_digest(path)[1]
+
+
+def _source_lines(path: str, sha=None):
+    """``(line number, bytes)`` of every line of a source file, as the build numbers them
+    (split on ``\n``; a last line without one counts), read in chunks; a plain local
+    file's bytes also go to ``sha``. A compressed or remote file is read through the
+    build's storage layer (which imports Beam)."""
+    if _plain(path):
+        f = open(path, "rb")
+    else:
+        from mintdim_beam.storage.files import open_decompressed
+
+        f = open_decompressed(path)
+    n, pending = 0, []
+    with f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            if sha is not None and _plain(path):
+                sha.update(chunk)
+            if b"\n" not in chunk:
+                pending.append(chunk)
+                continue
+            parts = (b"".join(pending) + chunk if pending else chunk).split(b"\n")
+            pending = [parts.pop()]
+            for raw in parts:
+                n += 1
+                yield n, raw
+    tail = b"".join(pending)
+    if tail:
+        yield n + 1, tail
+
+
+def _line_text(raw: bytes, first: bool):
+    """A line as the build reads it: ``str`` (BOM and ``\r`` removed), or ``bytes``
+    when it is not valid UTF-8 (then ASCII whitespace decides whether it is blank)."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if first and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw

@@ -1,0 +1,491 @@
+"""Tokenizer adapters: SentencePiece ``.model`` and Hugging Face ``tokenizer.json``.
+
+Pure code: an adapter is built from the file's bytes (the Beam layer reads them through
+``FileSystems``), so the same code loads a tokenizer from a local disk, ``gs://`` or
+``s3://``. The tokenizer file is the single source of truth (spec, "Tokenizer
+contract"): unk and pad ids come from the library object, never from MintDim-side vocab
+parsing, and nothing is added around the text (no BOS/EOS/CLS/SEP).
+
+A ``tokenizer.json`` may configure padding and truncation for its original use. Exact
+encoding needs both off, so the adapter switches them off on its own in-memory copy,
+after reading the configured pad id; the user's file is never written.
+
+Only the libraries' public APIs are used here. The exact accelerators of
+``mintdim_beam.tokenization.accel`` (byte-level BPE word by word, the SentencePiece UNK audit) are
+taken when ``accelerators`` is on and their probes pass, and give the same results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from array import array
+from collections import abc
+from itertools import chain
+from typing import Sequence
+
+import numpy as np
+
+from mintdim_beam.errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+from mintdim_beam.tokenization.long_texts import LONG_TEXT_CHARS, PieceEncoder, cuttable
+from mintdim_beam.format.shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
+from mintdim_beam.tokenization.sp_model import read_model
+from mintdim_beam.tokenization.unk_rows import CharColumn
+
+_UNSET = object()
+
+SENTENCEPIECE = "sentencepiece"
+HF_JSON = "hf_json"
+
+#: Extension each tokenizer kind accepts (spec: "Supported formats").
+EXTENSIONS = {SENTENCEPIECE: ".model", HF_JSON: ".json"}
+
+
+def select_storage(vocab_size: int) -> TokenStorage:
+    """Pick the smallest dtype whose magic value cannot collide with a token id (the
+    ids' dtype; a dataset's slots may be wider: ``shard_format.slot_storage``)."""
+    if vocab_size <= UINT16_MAX:
+        return UINT16
+    if vocab_size <= UINT32_MAX:
+        return UINT32
+    raise TokenDTypeCapacityError(vocab_size=vocab_size)
+
+
+def kind_matches_path(kind: str, path: str) -> bool:
+    """True when ``path`` has the extension the tokenizer ``kind`` reads."""
+    return os.path.splitext(path)[1].lower() == EXTENSIONS[kind]
+
+
+def check_kind_of_path(kind: str, path: str) -> None:
+    """Raise the user's error when ``path`` is not named as a tokenizer of ``kind``:
+    named as the other kind (it cannot be loaded as declared), or as neither."""
+    if kind_matches_path(kind, path):
+        return
+    extension = os.path.splitext(path)[1].lower()
+    if extension in EXTENSIONS.values():
+        raise TokenizerValidationError.unloadable(path, kind, "named_as_other", extension)
+    raise TokenizerValidationError.unsupported_format(path)
+
+
+class Positions(abc.Sequence):
+    """Token positions per text, kept as one array: ``self[i]`` is text ``i``'s list.
+
+    What the encoder hands :meth:`Tokenizer.unk_column_at`: millions of UNK tokens in
+    a block of a script the model cannot spell, whose positions are rarely needed one by
+    one (only for texts that take the protos), so they stay numpy until then.
+    ``local``: every position, text after text; ``bounds``: where each text's positions
+    begin in ``local``.
+    """
+
+    def __init__(self, local: np.ndarray, bounds: np.ndarray):
+        self.local, self.bounds = local, bounds
+
+    def __len__(self) -> int:
+        return len(self.bounds)
+
+    def __getitem__(self, i: int) -> list:
+        if not 0 <= i < len(self.bounds):
+            raise IndexError(i)
+        end = self.bounds[i + 1] if i + 1 < len(self.bounds) else len(self.local)
+        return self.local[self.bounds[i]:end].tolist()
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.bounds, append=len(self.local))
+
+
+def _counts(positions) -> np.ndarray:
+    """Positions per text, of a :class:`Positions` or any sequence of sequences."""
+    if isinstance(positions, Positions):
+        return positions.counts()
+    return np.fromiter(map(len, positions), np.int64, len(positions))
+
+
+class Tokenizer:
+    """Common interface of the two adapters.
+
+    ``encode_batch`` returns token ids as one flat integer array plus per-text lengths
+    (int64): batches stay in numpy from the tokenizer to the shard bytes. The ids are
+    int32 where the library hands them over so (SentencePiece, the word encoder), half
+    the bytes of int64 for every later pass over them.
+    """
+
+    kind: str
+    path: str
+    vocab_size: int
+    unk_id: int
+    pad_id: int
+    storage: TokenStorage
+
+    def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        flat, _ = self.encode_batch([text])
+        return flat.tolist()
+
+    def prepare(self) -> None:
+        """Do now the set-up an adapter would otherwise do on first use."""
+
+    def unk_substrings(self, text: str) -> list[str]:
+        """The exact substrings of ``text`` behind each UNK token, in token order."""
+        positions = [k for k, i in enumerate(self.encode(text)) if i == self.unk_id]
+        return self.unk_substrings_at([text], [positions])
+
+    def unk_substrings_at(self, texts: Sequence[str], positions: Sequence[Sequence[int]]) -> list[str]:
+        """Source substrings of the tokens at ``positions[i]`` of ``texts[i]``, flattened.
+
+        The caller already knows where the UNK tokens are (from the ids), so only those
+        tokens' offsets are looked up, in one tokenizer call for all texts.
+        """
+        raise NotImplementedError
+
+    def unk_column_at(self, texts: Sequence[str], positions: Sequence[Sequence[int]]) -> CharColumn:
+        """:meth:`unk_substrings_at` as a :class:`CharColumn` (what the encoder keeps)."""
+        return CharColumn.of(self.unk_substrings_at(texts, positions))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Tokenizer block of ``manifest.json``."""
+        return {
+            "type": self.kind,
+            "path": self.path,
+            "vocab_size": self.vocab_size,
+            "unk_id": self.unk_id,
+            "pad_id": self.pad_id,
+        }
+
+
+def _flatten(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), lengths
+    # One C-level pass over every id (half the time of one array per list).
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=total)
+    return flat, lengths
+
+
+class SentencePieceTokenizer(Tokenizer):
+    """``sentencepiece.SentencePieceProcessor`` loaded from the model proto bytes."""
+
+    kind = SENTENCEPIECE
+
+    def __init__(self, path: str, data: bytes, num_threads: int = -1, accelerators: bool = True):
+        import sentencepiece as spm
+
+        self.path = path
+        self._num_threads = num_threads
+        self._sp = _load_sentencepiece(data)
+        if self._sp is None:
+            raise TokenizerValidationError.unloadable(
+                path, SENTENCEPIECE, "empty" if not data else "not_sentencepiece",
+                looks_like=HF_JSON if data and _hf_tokenizer(data) is not None else None)
+        self.vocab_size = int(self._sp.get_piece_size())
+        unk, pad = int(self._sp.unk_id()), int(self._sp.pad_id())
+        if unk < 0 or unk >= self.vocab_size:
+            raise TokenizerSpecialTokenError(tokenizer=path, special_token="unk_id", problem="missing unk_id")
+        if pad < 0 or pad >= self.vocab_size:
+            raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
+        self.unk_id, self.pad_id = unk, pad
+        self.storage = select_storage(self.vocab_size)
+        self._numpy_batches = _numpy_batches(self._sp)
+        self._local = threading.local()
+        self._pool_class = getattr(spm, "ThreadPool", None)
+        self._runs = _UNSET if accelerators else None
+        self._runs_lock = threading.Lock()
+
+    @property
+    def _unk_runs(self):
+        """The UNK audit's accelerator for this model (``accel.sp_unk``), or None: UNK
+        substrings come from the protos.
+
+        Set up on first use (two thirds of loading a 32k model): the launcher loads
+        the model to check the template and rarely needs it; workers call
+        :meth:`prepare`.
+        """
+        if self._runs is _UNSET:
+            with self._runs_lock:
+                if self._runs is _UNSET:
+                    from mintdim_beam.tokenization.accel import sentencepiece_unk_runs
+
+                    self._runs = sentencepiece_unk_runs(self._sp, self._proto_unk_substrings)
+        return self._runs
+
+    @_unk_runs.setter
+    def _unk_runs(self, runs) -> None:
+        self._runs = runs
+
+    def prepare(self) -> None:
+        self._unk_runs  # noqa: B018 - set up now, not in the first encode call
+
+    def _thread_pool(self):
+        """A one-thread SentencePiece pool per calling thread, kept across calls.
+
+        Without one, every batch call starts (and joins) a C++ thread of its own, which
+        doubles the cost of small batches. Only for single-threaded calls: a pool
+        shared by concurrent callers would serialize them.
+        """
+        if self._num_threads != 1 or self._pool_class is None:
+            return None
+        pool = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = self._pool_class(1)
+        return pool
+
+    def encode_batch(self, texts):
+        texts = list(texts)
+        if not texts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._numpy_batches:
+            # One int32 array per text, joined once: less than Python lists cost (T5, one
+            # thread: 5.5-6.1 s against 6.0-7.1 s per 100 MB; sentencepiece 0.2.1+).
+            arrays = self._sp.encode(texts, return_type="numpy", num_threads=self._num_threads,
+                                     thread_pool=self._thread_pool())
+            lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+            flat = np.concatenate(arrays) if lengths.sum() else np.zeros(0, np.int32)
+            return flat, lengths
+        return _flatten(self._sp.encode(texts, out_type=int, num_threads=self._num_threads))
+
+    def unk_substrings_at(self, texts, positions):
+        return self.unk_column_at(texts, positions).tolist()
+
+    def unk_column_at(self, texts, positions):
+        """``positions`` must list every UNK token of each text (both callers do).
+
+        A Unigram model takes the runs of unknown characters (``accel.sp_unk``), all texts at
+        once; a text whose run count differs, and any other model, take the protos.
+        """
+        runs = self._unk_runs
+        if runs is None:
+            return CharColumn.of(self._proto_unk_substrings(texts, positions))
+        texts = list(texts)
+        found, owner = runs.column(texts)
+        wanted = _counts(positions)
+        redo = np.flatnonzero(np.bincount(owner, minlength=len(texts)) != wanted)
+        if not len(redo):
+            return found
+        again = self._proto_unk_substrings([texts[i] for i in redo.tolist()], [positions[i] for i in redo.tolist()])
+        kept = np.flatnonzero(~np.isin(owner, redo))
+        owner = np.concatenate([owner[kept], np.repeat(redo, wanted[redo])])
+        return CharColumn.concat([found.take(kept), CharColumn.of(again)]).take(np.argsort(owner, kind="stable"))
+
+    def _proto_unk_substrings(self, texts, positions):
+        # Serialized protos are produced in C++ (threaded) and parsed by upb; only the
+        # UNK pieces are touched from Python. Proto offsets are UTF-8 byte offsets.
+        from sentencepiece import sentencepiece_pb2
+
+        protos = self._sp.encode(list(texts), out_type="serialized_proto", num_threads=self._num_threads)
+        parse = sentencepiece_pb2.SentencePieceText.FromString
+        out: list = []
+        for text, proto, wanted in zip(texts, protos, positions):
+            pieces = parse(proto).pieces
+            raw = text.encode("utf-8")
+            out.extend(raw[pieces[k].begin:pieces[k].end].decode("utf-8", errors="replace") for k in wanted)
+        return out
+
+    def decode(self, ids):
+        return self._sp.decode([int(i) for i in ids])
+
+
+def _numpy_batches(sp) -> bool:
+    """Whether this sentencepiece release encodes batches to numpy arrays, with a
+    ``thread_pool`` of the caller's (0.2.1+)."""
+    try:
+        out = sp.encode(["a"], return_type="numpy", num_threads=1, thread_pool=None)
+        return isinstance(out, list)
+    except (TypeError, ValueError):
+        return False
+
+
+class HuggingFaceTokenizer(Tokenizer):
+    """``tokenizers.Tokenizer`` loaded from ``tokenizer.json`` text."""
+
+    kind = HF_JSON
+
+    def __init__(self, path: str, data: bytes, word_encoder: bool = True, accelerators: bool = True):
+        """``word_encoder``: encode word by word where ``accel.bpe_words`` can (with
+        ``accelerators`` on; otherwise only texts of ``LONG_TEXT_CHARS`` or more)."""
+        self.path = path
+        tok = _hf_tokenizer(data)
+        if tok is None:
+            raise _hf_load_error(path, data)
+        text = data.decode("utf-8")
+        self.vocab_size = int(tok.get_vocab_size(with_added_tokens=True))
+        self.unk_id = _hf_unk_id(tok, text, path)
+        padding = tok.padding
+        if not padding or padding.get("pad_id") is None:
+            raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
+        self.pad_id = int(padding["pad_id"])
+        # Padding and truncation belong to the file's original use; exact encoding
+        # needs both off (our copy only).
+        tok.no_padding()
+        tok.no_truncation()
+        self._tok = tok
+        max_id = max(tok.get_vocab(with_added_tokens=True).values(), default=0)
+        self.storage = select_storage(max(self.vocab_size, max_id + 1))
+        self._fast = hasattr(tok, "encode_batch_fast")
+        self._words = None
+        # A text of LONG_TEXT_CHARS or more is never given to the library whole when an
+        # exact cut exists: its Encoding needs 100-180 bytes per byte of text. The word
+        # encoder (byte-level BPE, accelerators on) encodes word by word; a tokenizer
+        # that encodes per word after a local normalizer is cut at spaces (long_texts).
+        self._long_words = None
+        self._pieces = PieceEncoder(tok) if cuttable(tok) else None
+        if accelerators:
+            from mintdim_beam.tokenization.accel import bpe_word_encoder
+
+            words = bpe_word_encoder(tok, text)
+            self._words = words if word_encoder else None
+            self._long_words = words
+
+    def encode_batch(self, texts):
+        texts = list(texts)
+        if not texts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        long = [i for i, t in enumerate(texts) if len(t) >= LONG_TEXT_CHARS] \
+            if self._long_words is not None or self._pieces is not None else []
+        if not long:
+            return self._encode_short(texts)
+        # Every text's ids are appended to one C int array (ids are far below 2^31),
+        # which numpy views without a copy: a long text's ids are written once, window
+        # by window, and never joined to the others' in another copy.
+        out = array("i")
+        lengths = np.zeros(len(texts), np.int64)
+        short = [i for i in range(len(texts)) if len(texts[i]) < LONG_TEXT_CHARS]
+        parts: dict = {}
+        if short:
+            flat, some = self._encode_short([texts[i] for i in short])
+            parts = dict(zip(short, np.split(flat, np.cumsum(some)[:-1])))
+        for i, text in enumerate(texts):
+            before = len(out)
+            if i in parts:
+                out.frombytes(parts.pop(i).astype(np.intc).tobytes())
+            elif not (self._long_words is not None and self._long_words.append_long(text, out)):
+                if self._pieces is not None:
+                    self._pieces.append_ids(text, out)
+                else:
+                    out.frombytes(self._encode_whole([text])[0].astype(np.intc).tobytes())
+            lengths[i] = len(out) - before
+        return np.frombuffer(out, dtype=np.intc), lengths
+
+    def _encode_short(self, texts):
+        if self._words is not None:
+            return self._words.encode_batch(texts)
+        return self._encode_whole(texts)
+
+    def _encode_whole(self, texts):
+        if self._fast:
+            encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
+        else:
+            encodings = self._tok.encode_batch(texts, add_special_tokens=False)
+        return _flatten([e.ids for e in encodings])
+
+    def unk_substrings_at(self, texts, positions):
+        # HF offsets are character offsets into the Python string.
+        texts = list(texts)
+        positions = list(positions)
+        out: list = []
+        whole = [i for i, t in enumerate(texts) if self._pieces is None or len(t) < LONG_TEXT_CHARS]
+        encodings = dict(zip(whole, self._tok.encode_batch([texts[i] for i in whole], add_special_tokens=False)))
+        for i, (text, wanted) in enumerate(zip(texts, positions)):
+            if i not in encodings:
+                out.extend(self._pieces.substrings_at(text, wanted))
+                continue
+            offsets = encodings[i].offsets
+            out.extend(text[offsets[k][0]:offsets[k][1]] for k in wanted)
+        return out
+
+    def decode(self, ids):
+        return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+def _load_sentencepiece(data: bytes):
+    """A ``SentencePieceProcessor`` of the model ``data``, or None if it holds no model."""
+    import sentencepiece as spm
+
+    if not data:    # the library would make an empty processor, not fail
+        return None
+    try:
+        sp = spm.SentencePieceProcessor(model_proto=data)
+    except (RuntimeError, OSError, ValueError):     # the library's parse failures
+        return None
+    # The library also loads a file cut between two pieces (``sp_model``).
+    facts = read_model(data)
+    return sp if sp.get_piece_size() > 0 and facts is not None and facts.complete else None
+
+
+def _hf_tokenizer(data: bytes):
+    """A ``tokenizers.Tokenizer`` of the ``tokenizer.json`` bytes ``data``, or None."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    try:
+        return HFTokenizer.from_str(data.decode("utf-8"))
+    except Exception:   # noqa: BLE001 - the library raises a bare Exception on bad JSON
+        return None
+
+
+def _hf_load_error(path: str, data: bytes) -> TokenizerValidationError:
+    """Why ``data`` is not a ``tokenizer.json``, in the user's terms (called on failure
+    only: it parses the file again to say where it breaks)."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    def error(problem: str, detail: str = "") -> TokenizerValidationError:
+        other = SENTENCEPIECE if _load_sentencepiece(data) is not None else None
+        return TokenizerValidationError.unloadable(path, HF_JSON, problem, detail, looks_like=other)
+
+    if not data:
+        return error("empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error("not_utf8", f"byte 0x{data[exc.start]:02x} at offset {exc.start}")
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        where = getattr(exc, "lineno", None)
+        return error("not_json", f"{exc.msg}: line {exc.lineno}, column {exc.colno}" if where else str(exc))
+    if not isinstance(config, dict) or "model" not in config:
+        return error("no_model")
+    try:
+        HFTokenizer.from_str(text)
+    except Exception as exc:  # noqa: BLE001 - the library's own words, as the detail
+        return error("not_tokenizer", str(exc))
+    return error("not_tokenizer", "the library could not load it")
+
+
+def _hf_unk_id(tok, text: str, path: str) -> int:
+    """The unk id the model itself declares (BPE/WordPiece/WordLevel token, Unigram id)."""
+    unk_token = getattr(tok.model, "unk_token", None)
+    unk_id = tok.token_to_id(unk_token) if unk_token else None
+    if unk_id is None:
+        model = json.loads(text).get("model", {})
+        if model.get("type") == "Unigram" and isinstance(model.get("unk_id"), int):
+            unk_id = model["unk_id"]
+    if unk_id is None:
+        raise TokenizerSpecialTokenError(tokenizer=path, special_token="unk_id", problem="missing unk_id")
+    return int(unk_id)
+
+
+def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, accelerators: bool = True,
+                   word_encoder: bool = True) -> Tokenizer:
+    """Build the adapter of ``kind`` from the tokenizer file's bytes.
+
+    ``threads`` is SentencePiece's own thread count per batch call (-1: its default);
+    callers that run several encode calls at once pass 1. HF tokenizers share one
+    process-wide thread pool whatever the callers do.
+
+    ``accelerators``: take the exact accelerators of ``mintdim_beam.tokenization.accel`` where their
+    probes pass (same output, less CPU); off, only the libraries' public APIs encode.
+    ``word_encoder``: with accelerators on, whether a byte-level BPE ``tokenizer.json``
+    may encode word by word (``accel.bpe_words``: less CPU, but on one core, where the
+    tokenizer's own threads would use them all).
+    """
+    if kind == SENTENCEPIECE:
+        return SentencePieceTokenizer(path, data, num_threads=threads, accelerators=accelerators)
+    if kind == HF_JSON:
+        return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder,
+                                    accelerators=accelerators)
+    raise TokenizerValidationError.unsupported_format(path)
