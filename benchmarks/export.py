@@ -72,7 +72,7 @@ def main(argv=None) -> None:
     work = tempfile.mkdtemp(prefix="mintdim-export-bench-")
     try:
         index_only = [sys.executable, "-c",
-                      "import sys; from mintdim_beam.reader.dataset import open_output; len(open_output(sys.argv[1]))",
+                      "import sys; from mintdim_beam.reader import open_output; len(open_output(sys.argv[1]))",
                       args.dir]
         for k in range(args.repeat):
             wall, peak, anon = _run(index_only)

@@ -35,7 +35,7 @@ def _best(fn, repeat: int) -> float:
 
 
 def main(argv=None) -> None:
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
     from mintdim_beam.reader.verify import verify_output
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -33,7 +33,7 @@ COMMANDS = ("verify", "inspect", "plan", "report", "export", "reader")
 
 READER = """
 import sys
-from mintdim_beam.reader.dataset import open_output
+from mintdim_beam.reader import open_output
 ds = open_output(sys.argv[1], options=sys.argv[2:])
 print(len(ds), sum(s.token_count for s in ds))
 """

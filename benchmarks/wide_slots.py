@@ -7,7 +7,7 @@ widening declared units' spills when only ``extend`` needs uint32 slots.
    next to laying the slice out (``layout_units``), which every build does.
 2. A shard assembled from ``--mb`` MB of uint16 records: the byte copy of every common
    build (``storage.write_ranges``) against the widening copy to uint32 slots
-   (``write_stage._widened``), with the widening's peak Python/numpy allocation
+   (``write_stage.widened``), with the widening's peak Python/numpy allocation
    (tracemalloc), which its chunking bounds whatever the shard's size.
 """
 
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mintdim_beam.storage import files as storage  # noqa: E402
 from mintdim_beam.format.shard_format import UINT16, UINT32, check_fits, layout_units, record_slots  # noqa: E402
-from mintdim_beam.beam.write_stage import _widened  # noqa: E402
+from mintdim_beam.beam.write_stage import widened  # noqa: E402
 
 
 def best(f, repeat: int = 5) -> float:
@@ -64,9 +64,9 @@ def widening(mb: float, unit: int) -> None:
         ranges = [(spill, 0, size)]
         copy = best(lambda: storage.write_ranges(os.path.join(work, "copy.bin"), ranges), 3)
         wide_path = os.path.join(work, "wide.bin")
-        wide = best(lambda: storage.write_bytes(wide_path, _widened(ranges, UINT16, UINT32, width)), 3)
+        wide = best(lambda: storage.write_bytes(wide_path, widened(ranges, UINT16, UINT32, width)), 3)
         tracemalloc.start()
-        storage.write_bytes(wide_path, _widened(ranges, UINT16, UINT32, width))
+        storage.write_bytes(wide_path, widened(ranges, UINT16, UINT32, width))
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         got = np.fromfile(wide_path, dtype="<u4").reshape(-1, width)

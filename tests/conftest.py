@@ -44,6 +44,18 @@ INDEX_FILES = ("sample_index.jsonl", "duplicate_index.jsonl", "unk_index.jsonl",
                "overflow_index.jsonl", "bad_record_index.jsonl")
 
 
+def input_sizes(config) -> dict:
+    """``{path: size}`` of a config's local inputs, as the launcher lists them."""
+    return {f.path: os.path.getsize(f.path) for f in config.files}
+
+
+def input_files(config) -> list:
+    """``(path, size, compressed)`` of a config's local inputs, for ``busy_blocks``."""
+    from mintdim_beam.format.inputs import is_compressed
+
+    return [(f.path, os.path.getsize(f.path), is_compressed(f.path)) for f in config.files]
+
+
 def quiet(*_args, **_kwargs):
     """``echo`` that prints nothing."""
 

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from mintdim_beam.core.blocks import read_block_lines
+from conftest import input_files, input_sizes
+
+from mintdim_beam.storage.line_blocks import read_block_lines
 
 TOKENIZER = str(Path(__file__).parent / "testdata" / "sp_unigram.model")
 
@@ -93,22 +95,23 @@ def _config(tmp_path, paths):
     b"",
 ], ids=["one-huge-line", "no-final-newline", "small-line-after", "next-line-at-block-start", "many-lines", "empty"])
 def test_busy_blocks_counts_the_blocks_that_own_a_line(tmp_path, raw):
-    from mintdim_beam.core.blocks import busy_blocks, plan_blocks
+    from mintdim_beam.core.blocks import plan_blocks
+    from mintdim_beam.storage.line_blocks import busy_blocks
 
     path = tmp_path / "f.jsonl"
     path.write_bytes(raw)
     config = _config(tmp_path, [path])
-    owning = sum(1 for r in plan_blocks(config) if read_block_lines(str(path), r.start, r.end)[0])
-    assert busy_blocks(config, enough=1000) == owning
-    assert busy_blocks(config) == min(owning, 2)
+    owning = sum(1 for r in plan_blocks(config, input_sizes(config)) if read_block_lines(str(path), r.start, r.end)[0])
+    assert busy_blocks(input_files(config), config.block_size, enough=1000) == owning
+    assert busy_blocks(input_files(config), config.block_size) == min(owning, 2)
 
 
 def test_busy_blocks_counts_every_file(tmp_path):
-    from mintdim_beam.core.blocks import busy_blocks
+    from mintdim_beam.storage.line_blocks import busy_blocks
 
     paths = [tmp_path / "empty.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     paths[0].write_bytes(b"")
     paths[1].write_bytes(b'{"a": "' + b"x" * 5000 + b'"}\n')
-    assert busy_blocks(_config(tmp_path, paths[:2])) == 1
+    assert busy_blocks(input_files(_config(tmp_path, paths[:2])), _config(tmp_path, paths[:2]).block_size) == 1
     paths[2].write_bytes(b'{"a": "y"}\n')
-    assert busy_blocks(_config(tmp_path, paths)) == 2
+    assert busy_blocks(input_files(_config(tmp_path, paths)), _config(tmp_path, paths).block_size) == 2

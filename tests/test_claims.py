@@ -16,7 +16,6 @@ import os
 import pickle
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from mintdim_beam import errors
 from mintdim_beam.launch import preflight
 from mintdim_beam import pipeline
 from mintdim_beam.cli.commands import main
+from mintdim_beam.storage import clients
 from test_remote_storage import s3_remote  # noqa: F401  (moto's S3 server, a fixture)
 
 sys.path.insert(0, str(TESTDATA))
@@ -267,7 +267,7 @@ def test_claims_on_an_object_store(s3_remote):
     from mintdim_beam import errors
     from mintdim_beam.storage import files as storage
 
-    storage.configure(s3_remote.options)
+    clients.configure(s3_remote.options)
     base = f"{s3_remote.root}/claims-{os.urandom(3).hex()}"
 
     def claim_of(run_id: str) -> bytes:

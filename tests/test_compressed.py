@@ -24,6 +24,8 @@ import pytest
 from conftest import (TESTDATA, OutputDir, assert_nothing_published, build_and_compare, list_output_files,
                       read_jsonl, run_pipeline, write_jsonl)
 from mintdim_beam import errors
+from mintdim_beam.format.inputs import compression
+from mintdim_beam.storage.compressed import open_decompressed
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -245,14 +247,13 @@ def test_truncated_compressed_file_is_an_error(tmp_path, policy):
 def test_nul_padded_gzip_reads_as_the_reference_reads_it(tmp_path, plain_build):
     """A tape-padded .gz (members followed by NUL bytes, here more than a read chunk of
     them, and NULs between members too) is read as Python's gzip reads it."""
-    from mintdim_beam.storage import files as storage
 
     raw = _raw_corpus()
     cut = raw.index(b"\n", len(raw) // 2) + 1
     data = gzip.compress(raw[:cut]) + bytes(3) + gzip.compress(raw[cut:]) + bytes(3 << 20)
     path = tmp_path / "padded.jsonl.gz"
     path.write_bytes(data)
-    with storage.open_decompressed(str(path)) as f:
+    with open_decompressed(str(path), compression(str(path))) as f:
         assert f.read() == gzip.decompress(data) == raw
     build_and_compare(tmp_path, **_job([str(path)], tmp_path, "out"))
     got = _without_source_file(str(tmp_path / "out"), {str(path): plain_build[0]})

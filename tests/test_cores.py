@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mintdim_beam.launch import cores
+from mintdim_beam.beam import cores
 
 
 def _tree(root: Path, files: dict) -> str:
@@ -85,7 +85,7 @@ def test_encode_pool_per_tokenizer_kind():
     """SentencePiece: a pool of one single-threaded call per encode thread, none (the
     process's own thread) for one; Hugging Face tokenizers thread themselves: one pool
     thread."""
-    from mintdim_beam.beam.transforms import encode_pool
+    from mintdim_beam.beam.encode_stage import encode_pool
 
     assert [encode_pool("sentencepiece", n) for n in (1, 2, 3, 8)] == [0, 2, 3, 8]
     assert [encode_pool("hf_json", n) for n in (1, 4)] == [1, 1]
@@ -166,7 +166,7 @@ def test_an_explicit_encode_thread_count_reaches_the_encoder_and_keeps_the_bytes
     from conftest import build_and_compare, write_jsonl
     from mintdim_beam.beam import options
     from mintdim_beam.core.config import JobSpec, Policies, resolve
-    from mintdim_beam.beam.transforms import _EncodeBlockFn
+    from mintdim_beam.beam.encode_stage import EncodeBlockFn
 
     rows = [{"q": f"question {i}", "a": "an answer, " * (i % 7)} for i in range(40)]
     f = write_jsonl(tmp_path / "d.jsonl", rows)
@@ -183,7 +183,7 @@ def test_an_explicit_encode_thread_count_reaches_the_encoder_and_keeps_the_bytes
                    samples_per_shard=[7])
     config = resolve(spec, Policies(on_overflow="abort", on_template_unk="abort", on_bad_record="abort"))
     opts = PipelineOptions([f"--encode_threads={threads}"])
-    fn = _EncodeBlockFn(config, Shared(), None, encode_threads=options.explicit_threads(opts),
+    fn = EncodeBlockFn(config, Shared(), None, encode_threads=options.explicit_threads(opts),
                         encode_sharers=options.PER_CORE)
     fn.setup()
     assert fn.encode_threads == threads

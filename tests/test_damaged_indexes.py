@@ -84,7 +84,7 @@ def _refused(capsys, argv: list, *english: str, vietnamese: str = "") -> str:
 
 
 def _reader_refuses(d: Path, english: str, vietnamese: str) -> ReaderError:
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     with pytest.raises(ReaderError, match=re.escape(english)) as caught:
         reader = open_output(str(d))
@@ -208,7 +208,7 @@ def _other_unit(rows: list) -> int:
 
 @pytest.mark.parametrize("edit", [_other_shard, _other_unit])
 def test_a_row_pointing_at_another_shard_is_refused_when_the_index_loads(builds, tmp_path, capsys, edit):
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     d = _copy(builds, "file", tmp_path)
     rows = _rows(d / "sample_index.jsonl")
@@ -298,7 +298,7 @@ def test_a_part_overwritten_by_another_repeats_sample_ids_and_is_refused(builds,
 def test_a_shard_that_is_another_shard_s_file_is_refused_at_open(builds, tmp_path, capsys, link):
     """The records of shard 1 under shard 0's name: with four records each and
     lengths that may agree, only their being one file tells (without checksums)."""
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     d = _copy(builds, "file", tmp_path)
     unit = d / f"unit_{SIZES[0]}"

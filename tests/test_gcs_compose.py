@@ -17,7 +17,6 @@ import hashlib
 import random
 import socket
 import sys
-from pathlib import Path
 
 import pytest
 

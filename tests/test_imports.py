@@ -74,7 +74,7 @@ def test_no_import_cycle_through_the_command_line_and_launch_modules():
 def test_the_training_view_imports_first_or_second():
     """``training`` imports ``reader``; importing it first used to fail half-way because
     ``reader`` imported ``training`` back at its end."""
-    loaded = _loaded_after("import mintdim_beam.reader.training\nfrom mintdim_beam.reader.dataset import CausalLMDataset\n"
+    loaded = _loaded_after("import mintdim_beam.reader.training\nfrom mintdim_beam.reader import CausalLMDataset\n"
                            "assert CausalLMDataset is mintdim_beam.reader.training.CausalLMDataset")
     assert "mintdim_beam.reader.training" in loaded and "apache_beam" not in loaded
     assert "mintdim_beam.reader.training" not in _loaded_after("import mintdim_beam.reader.dataset")

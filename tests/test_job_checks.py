@@ -14,7 +14,6 @@ and no output directory written.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import DirectTokenizer, OutputDir, build_and_compare, expected_segments, write_jsonl
 
 from mintdim_beam.cli.consumer_commands import main as consumer_main
-from mintdim_beam.reader.dataset import ReaderError, open_output
+from mintdim_beam.reader import ReaderError, open_output
 
 SP = "sentencepiece"
 TEMPLATE = "Q: {q} A: {a}"          # literals of 3 and 2 tokens

@@ -13,19 +13,25 @@ import json
 import random
 import sys
 
-from conftest import (TESTDATA, assert_same_outputs, build_and_compare, list_output_files, read_jsonl,
+from conftest import (input_sizes, TESTDATA, assert_same_outputs, build_and_compare, list_output_files, read_jsonl,
                       run_pipeline)
 from mintdim_beam.core import blocks
-from mintdim_beam.launch import progress
+from mintdim_beam.core.block_result import Figures
 from mintdim_beam.core.config import JobSpec, Policies, resolve
 from mintdim_beam.beam.encode_stage import BlockSpill, SpillBuffer
 from mintdim_beam.core.plan import BlockRef, BlockSummary
+from mintdim_beam.format import inputs
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
 
 FIELDS = [["instruction", "input", "output"]]
 TEMPLATES = ["{instruction}\n{input}\n{output}"]
+
+
+def _planned(config):
+    """``(config, its inputs' sizes)``: the arguments of ``plan_groups``."""
+    return config, input_sizes(config)
 
 
 def _sized(path, size: int) -> str:
@@ -44,7 +50,7 @@ def _config(files: list, block_size: int, output_dirs=None):
 def test_whole_small_files_of_an_output_are_grouped_up_to_a_block(tmp_path):
     gz = tmp_path / "e.jsonl.gz"
     gz.write_bytes(gzip.compress(b'{"instruction": "a", "input": "", "output": "b"}\n' * 40, mtime=0))
-    weight = gz.stat().st_size * blocks.COMPRESSION_RATIO
+    weight = gz.stat().st_size * inputs.COMPRESSION_RATIO
     assert 250 <= weight <= 370
     files = [_sized(tmp_path / "a.jsonl", 300), _sized(tmp_path / "b.jsonl", 300),
              _sized(tmp_path / "c.jsonl", 300),
@@ -56,7 +62,7 @@ def test_whole_small_files_of_an_output_are_grouped_up_to_a_block(tmp_path):
              _sized(tmp_path / "whole.jsonl", 1024),          # a block's worth: alone
              _sized(tmp_path / "h.jsonl", 10)]
     config = _config(files, 1024)
-    refs = blocks.plan_blocks(config)
+    refs = blocks.plan_blocks(config, input_sizes(config))
     groups = blocks.group_blocks(config, refs)
     assert [ref for g in groups for ref in g.blocks] == refs
     assert [[(r.file, r.block) for r in g.blocks] for g in groups] == [
@@ -70,14 +76,14 @@ def test_whole_small_files_of_an_output_are_grouped_up_to_a_block(tmp_path):
     assert [g.key for g in groups][:2] == [(0, 0), (3, 0)]
     # A group never spans two outputs.
     two = _config(files[:3], 1024, output_dirs=["o1", "o1", "o2"])
-    assert [[r.file for r in g.blocks] for g in blocks.plan_groups(two)] == [[0, 1], [2]]
+    assert [[r.file for r in g.blocks] for g in blocks.plan_groups(two, input_sizes(two))] == [[0, 1], [2]]
     wide = [_sized(tmp_path / f"w{k}.jsonl", size) for k, size in enumerate((600, 600, 400))]
-    assert [[r.file for r in g.blocks] for g in blocks.plan_groups(_config(wide, 1024))] == [[0], [1, 2]]
+    assert [[r.file for r in g.blocks] for g in blocks.plan_groups(*_planned(_config(wide, 1024)))] == [[0], [1, 2]]
 
 
 def _spill(file: int, size: int) -> BlockSpill:
     summary = BlockSummary(file, 0, 1, 1, {}, {}, (), 0, 0, None)
-    return BlockSpill(BlockRef(file, 0, 0, 1), {"meta": [b"x" * size]}, summary, progress.Figures(), size)
+    return BlockSpill(BlockRef(file, 0, 0, 1), {"meta": [b"x" * size]}, summary, Figures(), size)
 
 
 def test_spill_files_are_cut_in_feed_order_whatever_order_blocks_finish_in():
@@ -150,8 +156,8 @@ def _job(files, out: str, **extra) -> dict:
 def test_a_build_of_many_small_files_is_the_reference_build_on_every_local_runner(tmp_path):
     files, _ = _corpus(tmp_path)
     config = _config(files, 4096)
-    groups = blocks.plan_groups(config)
-    assert max(len(g.blocks) for g in groups) >= 4 and len(groups) < len(blocks.plan_blocks(config))
+    groups = blocks.plan_groups(config, input_sizes(config))
+    assert max(len(g.blocks) for g in groups) >= 4 and len(groups) < len(blocks.plan_blocks(config, input_sizes(config)))
     build_and_compare(tmp_path, **_job(files, "mem"))
     rows = read_jsonl(tmp_path / "mem" / "sample_index.jsonl")
     assert len({r["source_file"] for r in rows}) == len(files) - 2          # two files without samples
@@ -211,7 +217,7 @@ def test_an_error_in_a_file_encoded_with_others_names_that_file_and_its_line(tmp
     for k, part in enumerate(parts):
         (tmp_path / f"p{k}.jsonl").write_text(part, encoding="utf-8")
         files.append(str(tmp_path / f"p{k}.jsonl"))
-    assert len(blocks.plan_groups(_config(files, 4096))) == 1
+    assert len(blocks.plan_groups(*_planned(_config(files, 4096)))) == 1
     with pytest.raises(errors.SourceParseError) as info:
         build_and_compare(tmp_path, **_job(files, "out", on_bad_record="abort"))
     assert (info.value.file, info.value.line) == (files[2], 4)
@@ -242,7 +248,7 @@ def test_a_damaged_compressed_file_among_small_files_is_its_own_error(tmp_path):
             data = gzip.compress(data, mtime=0)
         path.write_bytes(data)
         files.append(str(path))
-    assert len(blocks.plan_groups(_config(files, 16384))) == 1
+    assert len(blocks.plan_groups(*_planned(_config(files, 16384)))) == 1
     with pytest.raises(errors.SourceParseError) as info:
         run_pipeline(**_job(files, str(tmp_path / "out"), block_size=16384))
     err = info.value

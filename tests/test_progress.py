@@ -18,12 +18,14 @@ from apache_beam.metrics.execution import MetricKey, MetricResult
 from apache_beam.metrics.metricbase import MetricName
 from apache_beam.runners.runner import PipelineState
 
-from conftest import TESTDATA, OutputDir, assert_same_outputs, run_pipeline, write_jsonl
+from conftest import input_sizes, TESTDATA, OutputDir, assert_same_outputs, run_pipeline, write_jsonl
+from mintdim_beam.core.blocks import plan_groups
 from mintdim_beam.launch import build_progress
 from mintdim_beam.launch import progress
 from mintdim_beam.core.block_result import read_spill_header, spill_header
 from mintdim_beam.cli.commands import main
-from mintdim_beam.launch.progress import Figures, ProgressDisplay
+from mintdim_beam.core.block_result import Figures
+from mintdim_beam.launch.progress import ProgressDisplay
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -337,13 +339,14 @@ def test_a_live_remote_runners_counters_are_shown_against_the_plans_totals(tmp_p
     planned = -(-os.path.getsize(plain) // 1024) + 1
     total = os.path.getsize(plain) + os.path.getsize(packed)
     out = io.StringIO()
-    shown = build_progress.for_build(config, "FlinkRunner", False, time.time(), stream=out)
+    groups = plan_groups(config, input_sizes(config))
+    shown = build_progress.for_build(config, "FlinkRunner", False, time.time(), stream=out, groups=groups)
     with shown.context:
         shown.on_counters({"bytes_read": total, "blocks_done": planned, "samples": 400, "tokens": 9})
     assert out.getvalue().startswith(f"[unit-build] {progress.format_size(total)} / {progress.format_size(total)} "
                                      f"(100.0%), blocks {planned}/{planned}, ")
     for runner, quiet in (("FlinkRunner", True), ("DaskRunner", False)):
-        shown = build_progress.for_build(config, runner, quiet, time.time(), stream=out)
+        shown = build_progress.for_build(config, runner, quiet, time.time(), stream=out, groups=groups)
         assert shown.on_counters is None
 
 

@@ -131,7 +131,7 @@ def _both_blocks(text: str, d: Path, named: str, english: str, vietnamese: str, 
 
 
 def test_the_reader_raises_a_bilingual_reader_error_where_verify_lists_problems(damaged, capsys):
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     d, named, english, vietnamese = damaged.d, damaged.named, damaged.english, damaged.vietnamese
     with pytest.raises(ReaderError, match=re.escape(english)) as exc:
@@ -155,7 +155,7 @@ def test_the_reader_raises_a_bilingual_reader_error_where_verify_lists_problems(
 
 @pytest.mark.parametrize("name", RECORD_DAMAGE)
 def test_a_record_error_names_the_shard_record_and_sample(built, tmp_path, name):
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     damaged = _damage(built, tmp_path, name)
     with pytest.raises(ReaderError) as exc:
@@ -214,7 +214,7 @@ def test_a_data_loader_worker_re_raises_a_reader_error(built, tmp_path):
     pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     damaged = _damage(built, tmp_path, "bad magic")
     train = open_output(str(damaged.d)).causal_lm(return_tensors="pt")

@@ -71,7 +71,7 @@ def built(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def opened(built):
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     return open_output(built)
 
@@ -148,7 +148,7 @@ def test_sample_at_shard_record(opened):
 
 
 def test_reader_does_not_import_beam(built):
-    code = ("import sys; from mintdim_beam.reader.dataset import open_output; r = open_output(sys.argv[1]); "
+    code = ("import sys; from mintdim_beam.reader import open_output; r = open_output(sys.argv[1]); "
             "r.sample(0); list(r.iter_unit(r.unit_sizes[0])); r.causal_lm()[0]; "
             "assert 'apache_beam' not in sys.modules, 'reader imported Beam'")
     subprocess.run([sys.executable, "-c", code, built], check=True)
@@ -200,7 +200,7 @@ def test_loss_on_selected_segments_only(opened):
 
 
 def test_segment_mask_vectorized():
-    from mintdim_beam.reader.dataset import segment_mask
+    from mintdim_beam.reader import segment_mask
 
     lengths = np.array([[2, 1, 3], [0, 2, 1]])
     mask = segment_mask(lengths, ["token_template", "q", "a"], ["a"], 8)
@@ -247,7 +247,7 @@ def test_torch_tensors_only_when_asked(opened):
 def test_open_refuses_unpublished_and_inconsistent(tmp_path, built):
     import shutil
 
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     (tmp_path / "failed" / "unit_8").mkdir(parents=True)
     (tmp_path / "failed" / "unit_8" / "UNIT_BUILD_FAILED.md").write_text("boom")
@@ -269,7 +269,7 @@ def test_open_refuses_unpublished_and_inconsistent(tmp_path, built):
 def test_corrupt_record_raises_on_access(tmp_path, built):
     import shutil
 
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
@@ -353,7 +353,7 @@ def test_non_integer_keys_raise_type_error(opened, key):
 def test_reader_and_training_view_pickle_without_their_memory_maps(built):
     import pickle
 
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     r = open_output(built)
     before = len(pickle.dumps(r.index)) and len(pickle.dumps(r))
@@ -370,7 +370,7 @@ def test_dataloader_with_worker_processes(built):
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     ds = open_output(built)
     train = ds.causal_lm(loss_segments=["a"], return_tensors="pt")
@@ -417,7 +417,7 @@ def corrupt(built, tmp_path):
 
 def _every_read_raises(path, sample_id, match):
     """sample(), [i], iteration, the unit walk and the training view all refuse."""
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     r = open_output(str(path))
     try:
@@ -445,7 +445,7 @@ def test_flipped_header_length_is_refused(corrupt):
                               f"sample_index.jsonl ghi token_count 29; slot payload 28 chứa {held} sau 28 token đã "
                               f"ghi, đúng ra phải là pad id 0")
     assert (err.shard, err.record, err.sample_id) == ("unit_48/shard_000000.bin", 1, 3)
-    from mintdim_beam.reader.dataset import open_output
+    from mintdim_beam.reader import open_output
 
     assert open_output(str(copy)).sample(1).token_count == 39     # other records still read
 
@@ -472,7 +472,7 @@ def test_swapped_index_rows_are_refused(corrupt):
                      encoding="utf-8")
     err = _every_read_raises(copy, 3, "ascending sample_id")
     assert "sample 3 (number 1 of the unit) belongs at unit_48/shard_000000.bin record 1" in str(err)
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     # refused as the index loads: even a read of sample 9 names the first row out of place
     with pytest.raises(ReaderError, match=r"shard_000001.bin record 1 \(sample 3, sample_index.jsonl line 4\)"):
@@ -484,7 +484,7 @@ def test_dirty_pad_tail_and_filled_empty_field_are_refused(corrupt, built):
     patch(2, 2, SLOTS - 1, value=7)               # sample 20: last pad slot
     _every_read_raises(copy, 20, "payload slot 47 holds 7 after the 26 written tokens, expected the pad id 0")
 
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     # sample 15 (unit 24, record 1) has an empty answer: move one question token into it
     path = copy / "unit_24" / "shard_000000.bin"
@@ -508,7 +508,7 @@ def test_shard_with_more_records_than_the_index_places_is_refused(corrupt):
 
 
 def test_checksums_on_open_catch_an_in_vocabulary_change(corrupt):
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     copy, patch = corrupt
     patch(0, 1, 1 + N_SEG + 1, delta=1)           # sample 3: a token changed to the next (valid) id
@@ -530,7 +530,7 @@ def test_index_rows_out_of_order_are_refused(built, tmp_path):
     describes its record truly."""
     import shutil
 
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
@@ -550,7 +550,7 @@ def test_index_numbers_beyond_the_columns_are_refused(corrupt, capsys, key, valu
     """An index row's number too large for its int64 (or int32) column used to end the
     reader, verify and export with an OverflowError traceback."""
     from mintdim_beam.cli.commands import main
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     copy, _ = corrupt
     index = copy / "sample_index.jsonl"
@@ -587,7 +587,7 @@ def _drop_index_row(d: Path) -> None:
 def test_an_index_missing_rows_is_refused_when_the_index_loads(tmp_path, built):
     """Rows emptied or deleted leave records nothing reaches: the rows per unit are
     compared with the samples stats.json counts, without checksums."""
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     counts = {int(u): v["samples"] for u, v in json.loads((Path(built) / "stats.json").read_text())["units"].items()}
     row = next(r for r in read_jsonl(Path(built) / "sample_index.jsonl") if r["sample_id"] == 5)
@@ -608,7 +608,7 @@ def test_an_index_missing_rows_is_refused_when_the_index_loads(tmp_path, built):
     (lambda u: (u / "shard_000099.bin").write_bytes((u / "shard_000000.bin").read_bytes()), "{n_plus}"),
 ])
 def test_a_unit_whose_shard_files_disagree_with_its_samples_is_refused_at_open(tmp_path, built, damage, held):
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     unit = SIZES[1]
     info = json.loads((Path(built) / "stats.json").read_text())["units"][str(unit)]

@@ -38,7 +38,7 @@ from conftest import (
 from mintdim_beam.core import digests as digests_module
 from mintdim_beam.beam import publish
 from mintdim_beam.storage import files as storage
-from mintdim_beam.beam import transforms
+from mintdim_beam.beam import encode_stage, finalize_stage, transforms, write_stage
 from mintdim_beam.cli.commands import main
 
 sys.path.insert(0, str(TESTDATA))
@@ -264,7 +264,7 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
 
 def test_bundles_delivered_twice_never_duplicate_records(tmp_path, monkeypatch):
     """Every DoFn runs each element twice and emits both results, as a retry can."""
-    for cls in (transforms._EncodeBlockFn, transforms._WriteOutputsFn, transforms._HashInputFn):
+    for cls in (encode_stage.EncodeBlockFn, write_stage.WriteOutputsFn, finalize_stage.HashInputFn):
         def twice(self, element, _process=cls.process):
             first = list(_process(self, element))
             yield from first
@@ -286,14 +286,14 @@ def job_with_duplicates(tmp_path):
 
 def test_exception_in_a_worker_leaves_nothing_that_looks_complete(tmp_path, monkeypatch):
     job = _job(tmp_path)
-    write_shard = transforms._WriteOutputsFn._write_shard
+    write_shard = write_stage.WriteOutputsFn._write_shard
 
     def failing(self, task):
         if task.shard == 2:
             raise RuntimeError("disk full while writing a shard")
         return write_shard(self, task)
 
-    monkeypatch.setattr(transforms._WriteOutputsFn, "_write_shard", failing)
+    monkeypatch.setattr(write_stage.WriteOutputsFn, "_write_shard", failing)
     out = tmp_path / "out"
     with pytest.raises(Exception, match="disk full while writing a shard"):
         run_pipeline(output_dirs=str(out), block_size=1024, **job)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, build_and_compare, run_pipeline,
+from conftest import (input_sizes, TESTDATA, assert_nothing_published, assert_same_outputs, build_and_compare, run_pipeline,
                       write_jsonl)
 from mintdim_beam import errors
 from mintdim_beam.core import record_layout
@@ -17,7 +17,8 @@ from mintdim_beam.core import sample_lines
 from mintdim_beam import pipeline
 from mintdim_beam.core.block_result import BAD, OK, BlockResult
 from mintdim_beam.core.repeat_cache import RepeatCache
-from mintdim_beam.core.blocks import plan_blocks, read_block_lines
+from mintdim_beam.core.blocks import plan_blocks
+from mintdim_beam.storage.line_blocks import read_block_lines
 from mintdim_beam.tokenization.adapters import load_tokenizer
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
@@ -84,7 +85,7 @@ def _same(a: BlockResult, b: BlockResult) -> None:
 def test_feed_and_drain_give_each_block_its_own_result(tmp_path, monkeypatch, on_bad_record, threads):
     monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", 4)
     config, encoder = _encoder(tmp_path, on_bad_record, threads)
-    refs = plan_blocks(config)
+    refs = plan_blocks(config, input_sizes(config))
     assert len(refs) > 8
     lines = {r: read_block_lines(config.files[0].path, r.start, r.end)[0] for r in refs}
     alone = {r: encoder.encode_block(lines[r], file_start=r.start == 0) for r in refs}
@@ -122,7 +123,7 @@ def test_repeated_samples_reuse_results_exactly(tmp_path, monkeypatch, on_overfl
     rows = [dict(r) for _ in range(24) for r in base]
     path = write_jsonl(tmp_path / "repeats.jsonl", rows)
     config, encoder = fresh_encoders(tmp_path, path, ["q", "a"], "{q}{a}", on_overflow)
-    refs = plan_blocks(config)
+    refs = plan_blocks(config, input_sizes(config))
     assert len(refs) > 4
     shared = encoder()
     calls = []
@@ -159,7 +160,7 @@ def test_empty_values_skip_the_tokenizer_and_change_no_result(tmp_path, monkeypa
     asked = []
     encode = skipping.tok.encode_batch
     monkeypatch.setattr(skipping.tok, "encode_batch", lambda texts: asked.extend(texts) or encode(texts))
-    refs = plan_blocks(config)
+    refs = plan_blocks(config, input_sizes(config))
     assert len(refs) > 2
     for r in refs:
         lines = read_block_lines(path, r.start, r.end)[0]
@@ -182,7 +183,7 @@ def test_a_full_repeat_cache_keeps_nothing_more_and_changes_no_result(tmp_path, 
     keep = shared._repeats.keep
     monkeypatch.setattr(shared._repeats, "keep", lambda d, r: kept.append(d) or keep(d, r))
     done = []
-    for r in plan_blocks(config):
+    for r in plan_blocks(config, input_sizes(config)):
         done.extend(shared.feed(r, read_block_lines(path, r.start, r.end)[0], file_start=r.start == 0))
     done.extend(shared.drain())
     assert len(kept) == len(shared._repeats.entries) == 1

@@ -31,6 +31,9 @@ import pytest
 from conftest import TESTDATA, DirectTokenizer, build_and_compare, run_pipeline, write_jsonl
 
 from mintdim_beam.errors import MintDimFileNotFoundError
+from mintdim_beam.storage import clients
+from mintdim_beam.storage import compressed
+from mintdim_beam.storage import s3
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402
@@ -546,7 +549,7 @@ def test_s3_concatenation_copies_large_parts_server_side(s3_remote):
     read_through = sum(e - s for p in plan if p[0] == "upload" for _, s, e in p[1])
     assert read_through == sum(sizes) - 6 * MiB - (5 * MiB + 5) - (12 * MiB - (5 * MiB - 10))
 
-    storage.configure(s3_remote.options)
+    clients.configure(s3_remote.options)
     target = f"{tag}/joined.jsonl"
     sha = __import__("hashlib").sha256()
     assert compose.concatenate(target, sources, sha=sha) == sum(sizes)
@@ -598,10 +601,10 @@ def test_s3_reads_are_ranged_gets_and_small_writes_one_put(s3_remote):
     sequential ones through a read-ahead, and a missing object is FileNotFoundError."""
     from mintdim_beam.storage import files as storage
 
-    storage.configure(s3_remote.options)
+    clients.configure(s3_remote.options)
     tag = f"{s3_remote.root}/requests-{uuid.uuid4().hex[:6]}"
     rng = random.Random(5)
-    small, large = rng.randbytes(300_000), rng.randbytes(storage.SINGLE_PUT + 4096)
+    small, large = rng.randbytes(300_000), rng.randbytes(s3.SINGLE_PUT + 4096)
     sha = hashlib.sha256()
     view = memoryview(bytearray(small))
     assert storage.write_bytes(f"{tag}/small.bin", [view[:1000], view[1000:]], sha=sha) == len(small)
@@ -625,7 +628,7 @@ def test_s3_reads_are_ranged_gets_and_small_writes_one_put(s3_remote):
         assert f.read(16) == small[100:116]
         f.seek(-4, os.SEEK_END)
         assert f.read() == small[-4:] and f.read(10) == b"" and f.tell() == len(small)
-    with storage.open_decompressed(f"{tag}/small.bin") as f:
+    with compressed.open_decompressed(f"{tag}/small.bin") as f:
         assert b"".join(iter(lambda: f.read(7000), b"")) == small
     with pytest.raises(FileNotFoundError, match="gone.bin: no such object"):
         storage.read_range(f"{tag}/gone.bin", 0, 10)
@@ -697,11 +700,10 @@ def test_spills_on_remote_storage_are_watched_each_once(s3_remote):
     """The local runner's progress, with the output on s3://: each spill's header is
     read once (a ranged read of its first bytes), unfinished or foreign names skipped."""
     from mintdim_beam.launch import build_progress
-    from mintdim_beam.storage import files as storage
     from mintdim_beam.core.block_result import spill_header
-    from mintdim_beam.launch.progress import Figures
+    from mintdim_beam.core.block_result import Figures
 
-    storage.configure(s3_remote.options)
+    clients.configure(s3_remote.options)
     spills = f"{s3_remote.root}/watch-{uuid.uuid4().hex[:6]}/blocks"
 
     def spill(name, figures, body=b"x" * 10_000):

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from mintdim_beam.format.record_checks import ReaderError
+from mintdim_beam.errors import ReaderError
 from mintdim_beam.reader.sample_index import IndexProblem, parse_sample_index, parse_sample_index_pieces
 
 CHUNKS = (1, 64, 700, 5000, 1 << 20)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
-from mintdim_beam.launch.cores import usable_cores
+from mintdim_beam.beam.cores import usable_cores
 
 sys.path.insert(0, str(TESTDATA))
 import textgen  # noqa: E402

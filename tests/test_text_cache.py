@@ -8,9 +8,10 @@ import random
 import numpy as np
 import pytest
 
-from conftest import TESTDATA, run_in_threads, write_jsonl
+from conftest import input_sizes, TESTDATA, run_in_threads, write_jsonl
 from mintdim_beam.core import sample_lines
-from mintdim_beam.core.blocks import plan_blocks, read_block_lines
+from mintdim_beam.core.blocks import plan_blocks
+from mintdim_beam.storage.line_blocks import read_block_lines
 from mintdim_beam.core.text_cache import TextCache
 from mintdim_beam.tokenization.adapters import load_tokenizer
 from test_records import _same, fresh_encoders
@@ -133,7 +134,7 @@ def test_block_results_with_recurring_values_equal_a_fresh_encoders(tmp_path, mo
     asked = []
     encode = shared.tok.encode_batch
     monkeypatch.setattr(shared.tok, "encode_batch", lambda texts: asked.extend(texts) or encode(texts))
-    refs = plan_blocks(config)
+    refs = plan_blocks(config, input_sizes(config))
     assert len(refs) > 4
     done = []
     for r in refs:

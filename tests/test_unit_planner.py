@@ -17,7 +17,8 @@ from test_reader import DEMO_MODEL, TEMPLATE, dataset_rows, make_dataset
 
 from conftest import read_jsonl, write_jsonl
 from mintdim_beam.cli.consumer_commands import main as consumer_main
-from mintdim_beam.reader.unit_planner import LengthHistogram, candidate_sizes, dataset_length_histogram, fit, merge_counts, optimal_sizes
+from mintdim_beam.reader.unit_planner import LengthHistogram, candidate_sizes, dataset_length_histogram, fit, optimal_sizes
+from mintdim_beam.core.plan import merge_counts
 
 
 def brute_force(hist: LengthHistogram, k: int, multiple: int) -> int:
@@ -100,7 +101,8 @@ def test_job_histogram_runs_the_real_tokenization(tmp_path):
 
     spec, _ = load_job_file(str(job))
     config = resolve(spec, block_size=1024)
-    (hist, bad), = length_histograms(config).values()
+    (counts, bad), = length_histograms(config).values()
+    hist = LengthHistogram.from_counts(counts)
     assert bad == 1
     assert sorted(np.repeat(hist.lengths, hist.counts).tolist()) == built
     assert not (tmp_path / "never_built").exists()

@@ -383,7 +383,7 @@ def test_a_directory_in_place_of_a_shard_is_a_problem(tmp_path, capsys):
     import shutil
 
     from mintdim_beam.cli.consumer_commands import main
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     out = Path(make_dataset(tmp_path))
     shard = next(out.glob("unit_*/shard_000000.bin"))
@@ -444,7 +444,7 @@ def test_tokenizer_flag_before_or_after_the_directories(built, tmp_path, capsys)
 def test_a_manifest_of_the_wrong_shape_is_a_problem_not_a_crash(copy, capsys, edit, shown):
     """A vocab_size that is not a number, or a section that is not an object, used to end
     verify, inspect and the reader in a TypeError or AttributeError traceback."""
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     d = copy()
     manifest = json.loads((d / "manifest.json").read_text())
@@ -465,7 +465,7 @@ def test_a_shard_that_cannot_be_opened_is_a_reader_error(tmp_path, capsys, damag
     """A shard that is a symbolic link to itself, or a unit directory replaced by a file,
     ended the reader in an OSError traceback and export in "[Errno 40] ..."."""
     from mintdim_beam.cli.consumer_commands import main
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     out = Path(make_dataset(tmp_path / "ds"))
     shard = next(out.glob("unit_*/shard_000000.bin"))
@@ -492,7 +492,7 @@ def test_a_shard_that_cannot_be_opened_is_a_reader_error(tmp_path, capsys, damag
 def test_a_manifest_that_cannot_be_read_is_a_reader_error(tmp_path, capsys):
     """A directory in place of manifest.json ended the reader in an IsADirectoryError."""
     from mintdim_beam.cli.consumer_commands import main
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     out = Path(make_dataset(tmp_path / "ds"))
     (out / "manifest.json").unlink()
@@ -517,7 +517,7 @@ def test_plan_of_a_dataset_whose_manifest_is_not_an_object(tmp_path, capsys, tex
 
 
 def test_a_failure_marker_beside_the_manifest_is_refused(copy, capsys):
-    from mintdim_beam.reader.dataset import ReaderError, open_output
+    from mintdim_beam.reader import ReaderError, open_output
 
     d = copy()
     (d / "UNIT_BUILD_FAILED.md").write_text("# Unit build failed\n", encoding="utf-8")

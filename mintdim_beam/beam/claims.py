@@ -40,6 +40,7 @@ from typing import Optional
 from mintdim_beam import errors
 from mintdim_beam.beam import layout
 from mintdim_beam.storage import files as storage
+from mintdim_beam.format import names
 
 #: Object stores: how long a claim must stay unreplaced before the build starts.
 SETTLE_SECONDS = 2.0
@@ -132,7 +133,7 @@ def _claim_local(out_path: str, run_id: str) -> None:
         os.close(fd)
     # Found empty before, claimed now: anything else here came in between, from a
     # build that published and released its claim meanwhile, or from another tool.
-    if any(name != layout.CLAIM for name in os.listdir(out_path)):
+    if any(name != names.CLAIM for name in os.listdir(out_path)):
         release(out_path, run_id)
         raise errors.OutputValidationError(directory=out_path)
 
@@ -144,7 +145,7 @@ def _claim_remote(out_path: str, run_id: str, settle: float) -> None:
     storage.write_bytes(layout.claim_path(out_path), _claim_bytes(run_id))
     time.sleep(settle)
     check_owned(out_path, run_id)
-    if any(not p.endswith("/" + layout.CLAIM) for p in storage.list_files(out_path)):
+    if any(not p.endswith("/" + names.CLAIM) for p in storage.list_files(out_path)):
         release(out_path, run_id)
         raise errors.OutputValidationError(directory=out_path)
 

@@ -25,17 +25,18 @@ from apache_beam.utils.shared import Shared
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from mintdim_beam.core import blocks
+from mintdim_beam.format import inputs
+from mintdim_beam.storage import line_blocks
+from mintdim_beam.storage.compressed import CompressedDataError
 from mintdim_beam import errors
 from mintdim_beam.beam import layout
 from mintdim_beam.beam import options
-from mintdim_beam.launch import progress
 from mintdim_beam.storage import files as storage
-from mintdim_beam.core.block_result import BAD, OK, OVF_TRUNCATE, BlockResult, spill_header, split_result
+from mintdim_beam.core.block_result import BAD, OK, OVF_TRUNCATE, BlockResult, Figures, spill_header, split_result
 from mintdim_beam.core.config import BuildConfig, OutputSpec
 from mintdim_beam.core.plan import BlockRef, BlockSummary, EncodeGroup, OverflowSample
 from mintdim_beam.core.records import BlockEncoder
-from mintdim_beam.beam.stage_base import _DIGEST, HASH_ROW, NAMESPACE, _load_tokenizers, _StorageDoFn
+from mintdim_beam.beam.stage_base import DIGEST_VALUE, HASH_ROW, NAMESPACE, load_tokenizers, StorageDoFn
 from mintdim_beam.tokenization.adapters import SENTENCEPIECE
 
 def encode_pool(kind: str, threads: int) -> int:
@@ -60,7 +61,7 @@ def encoder_key(spec) -> tuple:
     return (spec.tokenizer, spec.fields, spec.segments, spec.sizes, spec.build_batch)
 
 
-class _EncodeBlockFn(_StorageDoFn):
+class EncodeBlockFn(StorageDoFn):
     """Read one block, encode it, spill its records, metadata and content hashes; emit
     its summary."""
 
@@ -89,7 +90,7 @@ class _EncodeBlockFn(_StorageDoFn):
     def setup(self):
         super().setup()
         config, words = self._config, self._word_encoder
-        self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
+        self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
         self._encoders = {}
         self.encode_threads = options.encode_threads(self._explicit_threads, self._encode_sharers)
 
@@ -150,17 +151,17 @@ class _EncodeBlockFn(_StorageDoFn):
         that decompresses to more than a block, or is damaged: it is read alone, as it
         streams, and its damage is reported there."""
         path = self._config.files[ref.file].path
-        if not storage.is_compressed(path):
-            lines, _ = blocks.read_block_lines(path, ref.start, ref.end, decode=False)
-            found = blocks.looks_compressed(lines[0]) if lines else None
+        if not inputs.is_compressed(path):
+            lines, _ = line_blocks.read_block_lines(path, ref.start, ref.end, decode=False)
+            found = inputs.looks_compressed(lines[0]) if lines else None
             if found is None:
                 return lines, None
             err = errors.SourceParseError.looks_compressed(path, 1, *found)
             return None, BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
-        stream = blocks.read_stream_blocks(path, self._config.block_size, decode=False)
+        stream = line_blocks.read_stream_blocks(path, inputs.compression(path), self._config.block_size, decode=False)
         try:
             first, second = next(stream, None), next(stream, None)
-        except storage.CompressedDataError:
+        except CompressedDataError:
             return None, None
         finally:
             stream.close()
@@ -186,14 +187,14 @@ class _EncodeBlockFn(_StorageDoFn):
 
     def _process_block(self, ref: BlockRef):
         spec = self._config.files[ref.file]
-        if storage.is_compressed(spec.path):
+        if inputs.is_compressed(spec.path):
             # One planned block: read from the start, in blocks cut as it goes.
-            stream = blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)
+            stream = line_blocks.read_stream_blocks(spec.path, inputs.compression(spec.path), self._config.block_size, decode=False)
             b, held, broken = 0, None, None
             while True:   # one block ahead, to know the last one
                 try:
                     following = next(stream, None)
-                except storage.CompressedDataError as exc:
+                except CompressedDataError as exc:
                     following, broken = None, exc
                 if held is not None:
                     start, end, lines = held
@@ -208,13 +209,13 @@ class _EncodeBlockFn(_StorageDoFn):
                 # Corrupt or truncated: one more block, of no line, holds the error, so
                 # the plan numbers it after every whole line before it. Fatal whatever
                 # the bad-record policy (the rest of the file cannot be read).
-                err = errors.SourceParseError.bad_compressed(spec.path, 1, storage.compression(spec.path),
+                err = errors.SourceParseError.bad_compressed(spec.path, 1, inputs.compression(spec.path),
                                                              broken.truncated, broken.detail)
                 yield BlockSummary(ref.file, b, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
             return
         self._completes[(ref.file, ref.block)] = ref.end - ref.start
-        lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-        found = blocks.looks_compressed(lines[0]) if ref.start == 0 and lines else None
+        lines, _ = line_blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+        found = inputs.looks_compressed(lines[0]) if ref.start == 0 and lines else None
         if found is not None:
             err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
             yield BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
@@ -259,7 +260,7 @@ class _EncodeBlockFn(_StorageDoFn):
         out = None
         for spilled in buffer.ready():
             out = out or self._config.outputs[self._config.files[spilled[0].ref.file].output]
-            yield from _write_spill(out, spilled)
+            yield from write_spill(out, spilled)
 
     def _sections(self, ref: BlockRef, result: BlockResult) -> "BlockSpill":
         self._samples.inc(result.n_samples)
@@ -269,7 +270,7 @@ class _EncodeBlockFn(_StorageDoFn):
         completed = self._completes.pop((ref.file, ref.block), None)
         written = (result.status == OK) | (result.status == OVF_TRUNCATE)
         unit_tokens = {unit: int(result.token_count[written & (result.unit == unit)].sum()) for unit in result.records}
-        figures = progress.Figures(completed or 0, int(completed is not None), result.n_samples,
+        figures = Figures(completed or 0, int(completed is not None), result.n_samples,
                                    sum(unit_tokens.values()))
         self._bytes.inc(figures.bytes)
         self._blocks_done.inc(figures.blocks)
@@ -284,7 +285,7 @@ _BOM_BYTES = b"\xef\xbb\xbf"
 
 @dataclass(frozen=True)
 class _Joined:
-    """Whole files encoded as one block (``_EncodeBlockFn._encode_together``), named
+    """Whole files encoded as one block (``EncodeBlockFn._encode_together``), named
     by the first."""
 
     refs: tuple                # BlockRef of each file, in order
@@ -307,7 +308,7 @@ class BlockSpill:
     ref: BlockRef
     sections: dict
     summary: BlockSummary
-    figures: progress.Figures
+    figures: Figures
     size: int = 0              # bytes of the sections
 
 
@@ -354,7 +355,7 @@ class SpillBuffer:
 
 
 def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token_dtype: np.dtype,
-                 unit_tokens: dict, figures: progress.Figures) -> BlockSpill:
+                 unit_tokens: dict, figures: Figures) -> BlockSpill:
     """A block's records, metadata and content hashes as spill sections, and its summary.
 
     The hashes are sorted by digest, so each of the output's ``duplicate_tasks`` digest
@@ -387,9 +388,9 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
         sample, line, err = result.first_error
         first_error = (sample, line, err.to_dict())
     over = int(np.isin(result.status, (2, 3, 4)).sum())
-    hashes = _sorted_hashes(result)
+    hashes = sorted_hashes(result)
     if len(hashes):
-        bounds = _range_bounds(hashes, duplicate_tasks).astype("<i8")
+        bounds = range_bounds(hashes, duplicate_tasks).astype("<i8")
         sections["hashes"] = [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
                               storage.byte_view(hashes)]
     summary = BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
@@ -397,7 +398,7 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
     return BlockSpill(ref, sections, summary, figures, sum(len(c) for chunks in sections.values() for c in chunks))
 
 
-def _write_spill(out: OutputSpec, spills: list) -> list:
+def write_spill(out: OutputSpec, spills: list) -> list:
     """Write consecutive blocks' spills as one file (``layout.block_spill`` of the first
     block); return their summaries, which say where each section lies.
 
@@ -419,7 +420,7 @@ def _write_spill(out: OutputSpec, spills: list) -> list:
         ref = spills[k].ref
         named[name if one else f"f{ref.file:05d}-b{ref.block:06d}/{name}"] = (k, name)
     lengths = {full: sum(len(c) for c in spills[k].sections[name]) for full, (k, name) in named.items()}
-    figures = sum((spill.figures for spill in spills), progress.Figures())
+    figures = sum((spill.figures for spill in spills), Figures())
     header, places = spill_header(lengths, figures.to_dict())
     first = spills[0].ref
     storage.write_bytes(layout.block_spill(out, first.file, first.block),
@@ -432,7 +433,7 @@ def _write_spill(out: OutputSpec, spills: list) -> list:
             for k, s in enumerate(spills)]
 
 
-def _sorted_hashes(result: BlockResult) -> np.ndarray:
+def sorted_hashes(result: BlockResult) -> np.ndarray:
     """The block's rendered samples as HASH_ROW rows (block-local sample id, 1-based
     local line), sorted by digest then sample id."""
     rendered = np.nonzero(result.status != BAD)[0]
@@ -442,11 +443,11 @@ def _sorted_hashes(result: BlockResult) -> np.ndarray:
     rows["digest"] = result.digests[rendered]
     rows["sample_id"] = rendered
     rows["line"] = result.local_line[rendered].astype(np.int64) + 1
-    keys = np.ascontiguousarray(rows["digest"]).view(_DIGEST).reshape(-1)
+    keys = np.ascontiguousarray(rows["digest"]).view(DIGEST_VALUE).reshape(-1)
     return rows[np.argsort(keys, kind="stable")]
 
 
-def _range_bounds(rows: np.ndarray, tasks: int) -> np.ndarray:
+def range_bounds(rows: np.ndarray, tasks: int) -> np.ndarray:
     """Row offsets where each of ``tasks`` equal ranges of the digest space begins."""
     prefix = np.ascontiguousarray(rows["digest"][:, :8]).view(">u8").reshape(-1)
     edges = [(t << 64) // tasks for t in range(1, tasks)]

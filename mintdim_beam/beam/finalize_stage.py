@@ -17,9 +17,9 @@ from apache_beam.utils.shared import Shared
 
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig
-from mintdim_beam.beam.stage_base import DIGEST, DUPS, NAMESPACE, PART, PLAN, SHARD, DuplicatePartResult, FileDigest, ShardResult, _load_tokenizers, _StorageDoFn
+from mintdim_beam.beam.stage_base import DIGEST, DUPS, NAMESPACE, PART, PLAN, SHARD, DuplicatePartResult, FileDigest, ShardResult, load_tokenizers, StorageDoFn
 
-class _HashInputFn(_StorageDoFn):
+class HashInputFn(StorageDoFn):
     """Size and sha256 of one input or tokenizer file, streamed through FileSystems."""
 
     def process(self, path: str):
@@ -28,7 +28,7 @@ class _HashInputFn(_StorageDoFn):
         yield FileDigest(path, size, sha, round(time.monotonic() - started, 3))
 
 
-class _FinalizeFn(_StorageDoFn):
+class FinalizeFn(StorageDoFn):
     """Publish every output (or mark the build failed) from the plan and all results."""
 
     def __init__(self, config: BuildConfig, build_info: dict, input_digests: Optional[dict],
@@ -54,7 +54,7 @@ class _FinalizeFn(_StorageDoFn):
             elif kind == DIGEST:
                 found[DIGEST][value.path] = value
             else:
-                found[kind][(value.output, *_result_key(value))] = value
+                found[kind][(value.output, *result_key(value))] = value
         build_info = dict(self._build_info)
         if self._input_digests is not None:
             digests = dict(self._input_digests)
@@ -69,7 +69,7 @@ class _FinalizeFn(_StorageDoFn):
         # The adapters the write stage loaded in this process, if it ran here (the
         # manifest needs a tokenizer's facts, not a fresh copy of it).
         config, words = self._config, self._word_encoder
-        tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
+        tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
         started = time.monotonic()
         published = list(finalize(
             self._config, plan,
@@ -82,7 +82,7 @@ class _FinalizeFn(_StorageDoFn):
         yield from published
 
 
-def _result_key(result) -> tuple:
+def result_key(result) -> tuple:
     if isinstance(result, ShardResult):
         return (result.unit, result.shard)
     if isinstance(result, DuplicatePartResult):

@@ -12,14 +12,9 @@ from __future__ import annotations
 
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import SPILL_SUFFIX
+from mintdim_beam.format import names
+from mintdim_beam.format.names import CLAIM, STAGING
 
-STAGING = ".mintdim-staging"
-CLAIM = ".mintdim-claim.json"   # which build owns the output directory (claims.py)
-FAILED_MARKER = "UNIT_BUILD_FAILED.md"
-EMPTY_MARKER = "EMPTY_UNIT.md"
-ERROR_RECORD = "error.json"
-CHECKSUMS = "SHA256SUMS"   # sha256 of every data file, written just before manifest.json
-LATEST = "LATEST"          # in a versioned root: the id of the latest published build
 
 
 def staging_root(out_path: str) -> str:
@@ -66,11 +61,7 @@ def part_path(out, index_name: str, file: int, block: int) -> str:
 def published_part(out: str, index_name: str, number: int) -> str:
     """Part ``number`` (block order) of a per-block index, published in place with
     ``index_layout: parts``: ``sample_index/part-00000.jsonl``, ..."""
-    return storage.join(out, published_part_name(index_name, number))
-
-
-def published_part_name(index_name: str, number: int) -> str:
-    return f"{index_name.rsplit('.', 1)[0]}/part-{number:05d}.jsonl"
+    return storage.join(out, names.part_name(index_name, number))
 
 
 def duplicate_part_path(out, task: int) -> str:

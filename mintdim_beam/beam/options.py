@@ -33,7 +33,7 @@ from typing import Optional
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions
 
-from mintdim_beam.launch.cores import usable_cores
+from mintdim_beam.beam.cores import usable_cores
 
 #: Sharers per machine: one SDK process (or task thread) per core.
 PER_CORE = 0

@@ -43,11 +43,11 @@ from mintdim_beam.errors import error_from_dict
 from mintdim_beam.core.plan import BuildPlan
 from mintdim_beam.format.shard_format import TokenStorage, slot_storage
 from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.format import names
+from mintdim_beam.format.names import DUPLICATE_INDEX, PER_BLOCK_INDEXES
 
 log = logging.getLogger(__name__)
 
-PER_BLOCK_INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
-DUPLICATE_INDEX = "duplicate_index.jsonl"
 
 
 _FIRST_ID = b'"sample_id":'
@@ -96,12 +96,12 @@ def _started_text(build_info: dict) -> str:
 
 def _write_markers(out: OutputSpec, text: str) -> None:
     for unit in out.sizes:
-        storage.write_text(storage.join(layout.unit_dir(out.path, unit), layout.FAILED_MARKER), text)
+        storage.write_text(storage.join(layout.unit_dir(out.path, unit), names.FAILED_MARKER), text)
 
 
 def _remove_markers(out: OutputSpec) -> None:
     for unit in out.sizes:
-        storage.delete(storage.join(layout.unit_dir(out.path, unit), layout.FAILED_MARKER))
+        storage.delete(storage.join(layout.unit_dir(out.path, unit), names.FAILED_MARKER))
 
 
 def mark_started(config: BuildConfig, build_info: dict) -> None:
@@ -123,7 +123,7 @@ def mark_failed(config: BuildConfig, message: str, error: dict | None = None) ->
             continue
         _write_markers(out, _failure_text(message))
         if error is not None:
-            storage.write_text(storage.join(layout.staging_dir(out), layout.ERROR_RECORD),
+            storage.write_text(storage.join(layout.staging_dir(out), names.ERROR_RECORD),
                                json.dumps(error, ensure_ascii=False, indent=2) + "\n")
         claims.release(out.path, out.run_id)
 
@@ -221,7 +221,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     for unit in oplan.sizes:
         if oplan.samples.get(unit, 0) == 0:
             storage.write_text(
-                storage.join(layout.unit_dir(out.path, unit), layout.EMPTY_MARKER),
+                storage.join(layout.unit_dir(out.path, unit), names.EMPTY_MARKER),
                 f"# Empty unit\n\nNo sample was assigned to unit_size {unit}; this unit has no shards.\n",
             )
 
@@ -248,11 +248,11 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     # last, vouches for every byte of the dataset (build_info.json aside: it describes
     # the run, differs between runs, and holds no data).
     listing = indexes.checksums_file(sums)
-    storage.write_bytes(storage.join(out.path, layout.CHECKSUMS), listing)
+    storage.write_bytes(storage.join(out.path, names.CHECKSUMS), listing)
     found = manifest(config, out, oplan, tok, digests)
     if config.index_layout == "parts":
         found["indexes"] = {"layout": "parts", "parts": {name: len(blocks) for name in PER_BLOCK_INDEXES}}
-    found["checksums"] = {"file": layout.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
+    found["checksums"] = {"file": names.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
     _check_owned(out)   # once more: on an object store a claim can change under a build
     storage.write_text(manifest_path, indexes.dumps_file(found))
     _remove_markers(out)
@@ -272,7 +272,7 @@ def _publish_parts(out: OutputSpec, name: str, blocks: list, part_sums: dict) ->
     """
     compose.move([(layout.part_path(out, name, f, b), layout.published_part(out.path, name, number))
                   for number, (f, b) in enumerate(blocks)])
-    return {layout.published_part_name(name, number): part_sums[key][name] for number, key in enumerate(blocks)}
+    return {names.part_name(name, number): part_sums[key][name] for number, key in enumerate(blocks)}
 
 
 def output_storage(tok, oplan) -> TokenStorage:
@@ -406,7 +406,7 @@ def fingerprint(config: BuildConfig, out: OutputSpec, digests: dict, versions: O
 
 def read_latest(root: str) -> Optional[str]:
     """The build id ``ROOT/LATEST`` points to, or None."""
-    path = storage.join(root, layout.LATEST)
+    path = storage.join(root, names.LATEST)
     if not storage.exists(path):
         return None
     build_id = storage.read_bytes(path).decode("utf-8").strip()
@@ -434,4 +434,4 @@ def write_latest(root: str, build_id: str) -> None:
     """
     if not storage.exists(storage.join(root, build_id, "manifest.json")):
         raise FileNotFoundError(f"{root}/{build_id} is not a published build (no manifest.json)")
-    storage.write_text(storage.join(root, layout.LATEST), build_id + "\n")
+    storage.write_text(storage.join(root, names.LATEST), build_id + "\n")

@@ -20,13 +20,14 @@ from mintdim_beam.storage import files as storage
 from mintdim_beam.storage import access as storage_access
 from mintdim_beam.core.config import BuildConfig
 from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.storage import clients
 
 NAMESPACE = "mintdim"
 
 
 # One row of a block's hash spill: sorted by digest, 48 bytes.
 HASH_ROW = np.dtype([("digest", "u1", (32,)), ("sample_id", "<i8"), ("line", "<i8")])
-_DIGEST = np.dtype((np.void, 32))   # a digest as one sortable, comparable value
+DIGEST_VALUE = np.dtype((np.void, 32))   # a digest as one sortable, comparable value
 
 
 # Elements that cross a Beam boundary are frozen dataclasses, not NamedTuples: some
@@ -38,21 +39,21 @@ _DIGEST = np.dtype((np.void, 32))   # a digest as one sortable, comparable value
 PLAN, SHARD, PART, DUPS, DIGEST = "plan", "shard", "part", "dups", "digest"
 
 
-class _Handle:
+class Handle:
     """Weak-referenceable holder, so ``Shared`` can cache tokenizers per process."""
 
     def __init__(self, value):
         self.value = value
 
 
-def _load_tokenizers(config: BuildConfig, word_encoder: bool = True):
+def load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     cache = {}
     for spec in {f.tokenizer for f in config.files}:
         # Several encode calls run at once (see encode_threads): one thread each.
         cache[spec] = load_tokenizer(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
                                      accelerators=config.accelerators, word_encoder=word_encoder)
         cache[spec].prepare()   # here, not in the first encode call
-    return _Handle(cache)
+    return Handle(cache)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class PartResult:
     #: with no rows is not written (most blocks have no unk, overflow or bad-record rows).
     written: tuple = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
     #: (file, block) of every block whose rows the part holds, in order, when it holds
-    #: more than its own (index_layout "file": a run of small blocks, ``_index_tasks``).
+    #: more than its own (index_layout "file": a run of small blocks, ``index_tasks``).
     blocks: tuple = ()
 
 
@@ -97,7 +98,7 @@ class FileDigest:
     seconds: float
 
 
-class _StorageDoFn(beam.DoFn):
+class StorageDoFn(beam.DoFn):
     """A DoFn that touches storage: configures ``FileSystems`` where the runner did not,
     and checks once that this worker reaches the build's buckets, so wrong options fail
     the build in seconds rather than after Beam's retries (``storage_access``)."""
@@ -108,6 +109,6 @@ class _StorageDoFn(beam.DoFn):
         self._filesystem_options = filesystem_options
 
     def setup(self):
-        storage.configure(self._filesystem_options)
+        clients.configure(self._filesystem_options)
         if self._config is not None:
             storage_access.check(storage_access.build_paths(self._config), self._filesystem_options)

@@ -55,20 +55,25 @@ import numpy as np
 from apache_beam.utils.shared import Shared
 
 from mintdim_beam.core import blocks
+from mintdim_beam.format import inputs
+from mintdim_beam.format.inputs import COMPRESSION_RATIO
+from mintdim_beam.storage import line_blocks
+from mintdim_beam.storage.compressed import CompressedDataError
 from mintdim_beam import errors
 from mintdim_beam.beam import options
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.config import BuildConfig
-from mintdim_beam.core.plan import BlockRef, make_plan
+from mintdim_beam.core.plan import BlockRef, make_plan, merge_counts
 from mintdim_beam.core.records import BlockEncoder
 from mintdim_beam.tokenization.adapters import load_tokenizer
 
 # The stages live in their own modules; their names stay importable from here.
-from mintdim_beam.beam.encode_stage import _EncodeBlockFn, _range_bounds, _sorted_hashes, _write_spill, encode_pool, encoder_key
-from mintdim_beam.beam.finalize_stage import _FinalizeFn, _HashInputFn, _result_key  # noqa: F401
-from mintdim_beam.beam.stage_base import _DIGEST, DIGEST, DUPS, HASH_ROW, NAMESPACE, PART, PLAN, SHARD, DuplicatePartResult, FileDigest, PartResult, ShardResult, _Handle, _load_tokenizers, _StorageDoFn
-from mintdim_beam.beam.write_stage import DUPLICATE_MEMBERS_PER_CHUNK, EXTENDED_CHUNK_BYTES, INDEX_GROUP_SAMPLES, _duplicate_groups, _find_duplicates, _index_tasks, _widened, _write_index_part, _write_task_key, _write_tasks, _WriteOutputsFn
+from mintdim_beam.beam.encode_stage import EncodeBlockFn
+from mintdim_beam.beam.finalize_stage import FinalizeFn, HashInputFn, result_key  # noqa: F401
+from mintdim_beam.beam.stage_base import DIGEST, PLAN, StorageDoFn
+from mintdim_beam.beam.write_stage import write_task_key, write_tasks, WriteOutputsFn
+from mintdim_beam.storage import clients
 
 #: Input bytes per duplicate task: its digest range holds the content hashes of about
 #: this much input, 2^18 of them (~30 MiB at peak) at 64 bytes a sample. The split is
@@ -77,10 +82,16 @@ from mintdim_beam.beam.write_stage import DUPLICATE_MEMBERS_PER_CHUNK, EXTENDED_
 DUPLICATE_TASK_BYTES = 64 << 18
 #: Text bytes assumed per byte of a compressed input, to size its output's duplicate
 #: tasks before the input is read (a guess changes the work's split, never the output).
-COMPRESSION_RATIO = blocks.COMPRESSION_RATIO
 MAX_DUPLICATE_TASKS = 4096         # beyond 10^9 samples, tasks grow instead (each reads every block)
 
 log = logging.getLogger(__name__)
+
+
+def input_sizes(config: BuildConfig, known: Optional[dict] = None) -> dict:
+    """``{path: size}`` of every input: ``known`` (as a launcher listed them), the rest
+    asked for (a missing input is ``FileNotFoundError``)."""
+    paths = [f.path for f in config.files]
+    return dict(zip(paths, storage.sizes(paths, known)))
 
 
 class _Redistribute(beam.PTransform):
@@ -143,9 +154,9 @@ class UnitBuild(beam.PTransform):
     checks (``preflight.check``) before constructing it; ``mintdim_beam.run`` does.
 
     ``input_digests`` (path -> (size, sha256)) lets a launcher that has already hashed
-    the input and tokenizer files skip the ``HashInputs`` step. ``input_sizes`` (path
-    -> size): the inputs as the launcher listed them, for the block list, so that they
-    are not asked for again (the others are asked for here).
+    the input and tokenizer files skip the ``HashInputs`` step. ``groups``: the block
+    plan (``blocks.plan_groups``) the launcher made from the sizes it listed; without
+    one, the inputs' sizes are asked for here and the plan made from them.
 
     ``pipeline_blocks``: let the encoder overlap the blocks of a bundle (a block's
     summary then may leave in ``finish_bundle``). Worth about a tenth of the encoding
@@ -169,7 +180,7 @@ class UnitBuild(beam.PTransform):
     def __init__(self, config: BuildConfig, build_info: dict | None = None,
                  input_digests: dict | None = None, pipeline_blocks: bool = False,
                  word_encoder: bool = True, encode_sharers: Optional[int] = None,
-                 input_sizes: dict | None = None):
+                 groups: list | None = None):
         super().__init__()
         self._config = config
         self._build_info = build_info or {}
@@ -177,7 +188,7 @@ class UnitBuild(beam.PTransform):
         self._pipeline_blocks = pipeline_blocks
         self._word_encoder = word_encoder
         self._encode_sharers = encode_sharers
-        self._input_sizes = input_sizes
+        self._groups = groups
 
     def _sharers(self, pbegin) -> int:
         if self._encode_sharers is not None:
@@ -189,21 +200,21 @@ class UnitBuild(beam.PTransform):
 
         config = self._config
         shared = Shared()
-        fs = storage.filesystem_options(pbegin.pipeline.options)
-        groups = blocks.plan_groups(config, self._input_sizes)
+        fs = clients.filesystem_options(pbegin.pipeline.options)
+        groups = self._groups if self._groups is not None else blocks.plan_groups(config, input_sizes(config))
         refs = [ref for group in groups for ref in group.blocks]
         input_bytes = {o.index: 0 for o in config.outputs}
         for r in refs:
             path = config.files[r.file].path
             input_bytes[config.files[r.file].output] += (r.end - r.start) * (
-                COMPRESSION_RATIO if storage.is_compressed(path) else 1)
+                COMPRESSION_RATIO if inputs.is_compressed(path) else 1)
         dup_tasks = {o: duplicate_tasks(n) for o, n in input_bytes.items()}
         summaries = (
             pbegin
             | "ListBlocks" >> beam.Create(groups, reshuffle=False)
             | "SpreadBlocks" >> _Redistribute(lambda g: g.key)
             | "EncodeBlocks" >> beam.ParDo(
-                _EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder,
+                EncodeBlockFn(config, shared, fs, self._pipeline_blocks, self._word_encoder,
                                options.explicit_threads(pbegin.pipeline.options), self._sharers(pbegin),
                                dup_tasks))
         )
@@ -219,9 +230,9 @@ class UnitBuild(beam.PTransform):
         # one stage writes them all, spread over the workers together.
         written = (
             plan
-            | "ListWriteTasks" >> beam.FlatMap(_write_tasks, config.index_layout)
-            | "SpreadWriteTasks" >> _Redistribute(_write_task_key)
-            | "WriteOutputs" >> beam.ParDo(_WriteOutputsFn(config, shared, fs, self._word_encoder))
+            | "ListWriteTasks" >> beam.FlatMap(write_tasks, config.index_layout)
+            | "SpreadWriteTasks" >> _Redistribute(write_task_key)
+            | "WriteOutputs" >> beam.ParDo(WriteOutputsFn(config, shared, fs, self._word_encoder))
         )
         results = [plan | "TagPlan" >> beam.Map(_tag(PLAN)), written]
         if self._input_digests is None:
@@ -231,7 +242,7 @@ class UnitBuild(beam.PTransform):
                 pbegin
                 | "ListInputFiles" >> beam.Create(fingerprint_paths(config), reshuffle=False)
                 | "SpreadInputFiles" >> _Redistribute(lambda path: path)
-                | "HashInputs" >> beam.ParDo(_HashInputFn(fs))
+                | "HashInputs" >> beam.ParDo(HashInputFn(fs))
                 | "TagDigests" >> beam.Map(_tag(DIGEST))
             )
         return (
@@ -239,7 +250,7 @@ class UnitBuild(beam.PTransform):
             | "FlattenResults" >> beam.Flatten()
             | "KeyResults" >> beam.Map(lambda r: (0, r))
             | "CollectResults" >> beam.GroupByKey()
-            | "Finalize" >> beam.ParDo(_FinalizeFn(config, self._build_info, self._input_digests, fs, shared,
+            | "Finalize" >> beam.ParDo(FinalizeFn(config, self._build_info, self._input_digests, fs, shared,
                                                       self._word_encoder))
         )
 
@@ -252,7 +263,7 @@ class CountTokenLengths(beam.PTransform):
     the ``skip`` overflow policy: every sample overflows, so no record is laid out,
     and the encoder still reports each sample's exact token count. Bad records are
     skipped and counted. Emits ``(output index, ({length: count}, bad_records))``,
-    one element per output, merged by ``unit_planner.merge_counts``. ``input_sizes``:
+    one element per output, merged by ``plan.merge_counts``. ``input_sizes``:
     the inputs' sizes as already listed, for the block list (as ``UnitBuild``'s).
     """
 
@@ -262,16 +273,15 @@ class CountTokenLengths(beam.PTransform):
         self._input_sizes = input_sizes
 
     def expand(self, pbegin):
-        from mintdim_beam.reader.unit_planner import merge_counts
 
-        fs = storage.filesystem_options(pbegin.pipeline.options)
+        fs = clients.filesystem_options(pbegin.pipeline.options)
         return (pbegin
-                | "ListBlocks" >> beam.Create(blocks.plan_blocks(self._config, self._input_sizes))
+                | "ListBlocks" >> beam.Create(blocks.plan_blocks(self._config, input_sizes(self._config, self._input_sizes)))
                 | "CountTokens" >> beam.ParDo(_CountTokensFn(self._config, fs))
                 | "MergeHistograms" >> beam.CombinePerKey(merge_counts))
 
 
-class _CountTokensFn(_StorageDoFn):
+class _CountTokensFn(StorageDoFn):
     """Encode one block; emit ``(output, ({length: count}, bad_records))``."""
 
     def __init__(self, config: BuildConfig, filesystem_options: Optional[dict]):
@@ -295,21 +305,21 @@ class _CountTokensFn(_StorageDoFn):
 
     def process(self, ref: BlockRef):
         spec = self._config.files[ref.file]
-        if storage.is_compressed(spec.path):
+        if inputs.is_compressed(spec.path):
             # Decompressed as the build reads it; a damaged file fails the plan as it
             # fails the build (counting its lines as bad records would plan on part of it).
             done = 0
-            stream = blocks.read_stream_blocks(spec.path, self._config.block_size, decode=False)
+            stream = line_blocks.read_stream_blocks(spec.path, inputs.compression(spec.path), self._config.block_size, decode=False)
             try:
                 for start, _, lines in stream:
                     yield self._count(spec, lines, start == 0)
                     done += len(lines)
-            except storage.CompressedDataError as exc:
-                raise errors.SourceParseError.bad_compressed(spec.path, done + 1, storage.compression(spec.path),
+            except CompressedDataError as exc:
+                raise errors.SourceParseError.bad_compressed(spec.path, done + 1, inputs.compression(spec.path),
                                                              exc.truncated, exc.detail) from None
             return
-        lines, _ = blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-        found = blocks.looks_compressed(lines[0]) if ref.start == 0 and lines else None
+        lines, _ = line_blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+        found = inputs.looks_compressed(lines[0]) if ref.start == 0 and lines else None
         if found is not None:
             raise errors.SourceParseError.looks_compressed(spec.path, 1, *found)
         yield self._count(spec, lines, ref.start == 0)

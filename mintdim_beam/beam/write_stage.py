@@ -20,12 +20,13 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 
 from mintdim_beam.core import indexes
+from mintdim_beam.tokenization.unk_rows import json_string
 from mintdim_beam.beam import layout
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig
 from mintdim_beam.core.plan import DuplicateTask, ShardTask, spill_key
 from mintdim_beam.format.shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
-from mintdim_beam.beam.stage_base import _DIGEST, DUPS, HASH_ROW, NAMESPACE, PART, SHARD, DuplicatePartResult, PartResult, ShardResult, _load_tokenizers, _StorageDoFn
+from mintdim_beam.beam.stage_base import DIGEST_VALUE, DUPS, HASH_ROW, NAMESPACE, PART, SHARD, DuplicatePartResult, PartResult, ShardResult, load_tokenizers, StorageDoFn
 
 #: Duplicate group members rendered per write chunk of a duplicate task's file.
 DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
@@ -38,15 +39,15 @@ EXTENDED_CHUNK_BYTES = 8 << 20
 INDEX_GROUP_SAMPLES = 16384
 
 
-def _write_tasks(plan, index_layout: str = "file") -> list:
+def write_tasks(plan, index_layout: str = "file") -> list:
     """The plan's shard tasks, index tasks (a tuple of consecutive ``BlockPlan``) and
     duplicate tasks."""
     if plan.error is not None:
         return list(plan.shard_tasks)
-    return list(plan.shard_tasks) + _index_tasks(plan, index_layout) + list(plan.duplicate_tasks)
+    return list(plan.shard_tasks) + index_tasks(plan, index_layout) + list(plan.duplicate_tasks)
 
 
-def _index_tasks(plan, index_layout: str) -> list:
+def index_tasks(plan, index_layout: str) -> list:
     """Blocks in order, one task each with index_layout "parts" (each block's part is
     published as it is); otherwise runs of consecutive blocks of an output, up to
     ``INDEX_GROUP_SAMPLES`` samples a run (finalize concatenates the parts in order, so
@@ -65,7 +66,7 @@ def _index_tasks(plan, index_layout: str) -> list:
     return tasks
 
 
-def _write_task_key(task):
+def write_task_key(task):
     if isinstance(task, ShardTask):
         return ("shard", task.output, task.unit, task.shard)
     if isinstance(task, DuplicateTask):
@@ -73,7 +74,7 @@ def _write_task_key(task):
     return ("block", task[0].file, task[0].block)
 
 
-def _write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
+def write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
     """The rows of the four per-sample index files of consecutive blocks (``plans``,
     one block with index_layout "parts"), as one part each, named by the first block."""
     first = plans[0]
@@ -125,7 +126,7 @@ class _SpillReader:
         self._stack.close()
 
 
-def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
+def find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
     """Group one digest range of an output; write its groups sorted by first sample id."""
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
@@ -153,8 +154,8 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
         mine["line"] += s.line_offset
         file_of[at:at + count] = s.file
         at += count
-    members, starts = _duplicate_groups(rows)
-    file_json = [indexes.json_string(f.path) for f in config.files]
+    members, starts = group_duplicates(rows)
+    file_json = [json_string(f.path) for f in config.files]
 
     def rendered():
         """The rows, whole groups of about DUPLICATE_MEMBERS_PER_CHUNK members at a
@@ -173,7 +174,7 @@ def _find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartR
     return DuplicatePartResult(task.output, task.task, len(starts) - 1, len(members))
 
 
-def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_duplicates(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows of every digest held by >= 2 rows, grouped: ``(members, starts)``.
 
     ``members[starts[g]:starts[g + 1]]`` are the rows of group ``g`` in sample-id
@@ -194,7 +195,7 @@ def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not len(cand):
         return empty
     cand = cand[np.argsort(rows["sample_id"][cand], kind="stable")]
-    keys = np.ascontiguousarray(rows["digest"][cand]).view(_DIGEST).reshape(-1)
+    keys = np.ascontiguousarray(rows["digest"][cand]).view(DIGEST_VALUE).reshape(-1)
     by_digest = np.argsort(keys, kind="stable")          # stable: sample-id order within a digest
     cand, keys = cand[by_digest], keys[by_digest]
     group = np.cumsum(np.r_[True, keys[1:] != keys[:-1]]) - 1
@@ -210,7 +211,7 @@ def _duplicate_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return members, np.r_[0, np.cumsum(sizes)].astype(np.int64)
 
 
-class _WriteOutputsFn(_StorageDoFn):
+class WriteOutputsFn(StorageDoFn):
     """A shard task (assemble one shard from block spills), a block's index part, or a
     duplicate task (one digest range of the content hashes)."""
 
@@ -225,15 +226,15 @@ class _WriteOutputsFn(_StorageDoFn):
     def setup(self):
         super().setup()
         config, words = self._config, self._word_encoder
-        self._tokenizers = self._shared.acquire(lambda: _load_tokenizers(config, words)).value
+        self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
 
     def process(self, task):
         if isinstance(task, ShardTask):
             yield SHARD, self._write_shard(task)
         elif isinstance(task, DuplicateTask):
-            yield DUPS, _find_duplicates(self._config, task)
+            yield DUPS, find_duplicates(self._config, task)
         else:
-            yield PART, _write_index_part(self._config, task)
+            yield PART, write_index_part(self._config, task)
 
     def _write_shard(self, task: ShardTask) -> ShardResult:
         out = self._config.outputs[task.output]
@@ -255,7 +256,7 @@ class _WriteOutputsFn(_StorageDoFn):
             if spilled == slots:
                 size = storage.write_ranges(staged, ranges, sha=sha)   # a byte copy: every common build
             else:
-                size = storage.write_bytes(staged, _widened(ranges, spilled, slots, record_slots(n, task.unit)),
+                size = storage.write_bytes(staged, widened(ranges, spilled, slots, record_slots(n, task.unit)),
                                            sha=sha)
         else:
             size = storage.write_bytes(staged, self._extended_records(out, tok, slots, task, n), sha=sha)
@@ -303,7 +304,7 @@ def _joined(ranges: list) -> list:
     return joined
 
 
-def _widened(ranges: list, spilled: TokenStorage, slots: TokenStorage, width: int):
+def widened(ranges: list, spilled: TokenStorage, slots: TokenStorage, width: int):
     """The records of ``ranges`` (laid out in ``spilled``'s slots) in the wider
     ``slots``, in chunks of about ``EXTENDED_CHUNK_BYTES`` (at least one record).
 

@@ -27,6 +27,9 @@ from typing import Optional, Sequence
 from mintdim_beam.cli import flags
 from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE
 from mintdim_beam.errors.read_errors import DatasetAccessError
+from mintdim_beam.reader import output_files
+from mintdim_beam.storage import clients
+from mintdim_beam.storage import files as storage
 
 COMMANDS = ("verify", "inspect", "plan", "report", "export")
 EXIT_PROBLEMS = flags.EXIT_PROBLEMS
@@ -127,9 +130,8 @@ def run(args, beam_args: Sequence[str] = ()) -> int:
     command = getattr(args, "consumer_command", None) or getattr(args, "command", None)
     fs_options = list(beam_args)
     if beam_args and not (command == "plan" and is_job_file(args.source)):
-        from mintdim_beam.storage import files as storage
 
-        storage.configure(list(beam_args))   # file-system options, for gs:// and s3:// paths
+        clients.configure(list(beam_args))   # file-system options, for gs:// and s3:// paths
         beam_args = ()
     try:
         remote = [p for p in _paths(command, args) if "://" in p]
@@ -245,11 +247,11 @@ def _verify_targets(args, reader) -> tuple[list, Optional[str]]:
 
 def _is_directory(path: str, reader) -> bool:
     """A local directory, or a remote prefix with at least one object under it."""
-    if reader.is_local(path):
+    if storage.is_local(path):
         import os
 
         return os.path.isdir(path)
-    return bool(reader.list_dir(path))
+    return bool(storage.list_dir(path))
 
 
 # --------------------------------------------------------------------------- inspect
@@ -306,19 +308,17 @@ def _inspect(args) -> int:
 
 def _load_tokenizer(out, path: Optional[str]):
     """The tokenizer to decode with, or (None, why not)."""
-    from mintdim_beam.reader import dataset as rd
     from mintdim_beam.tokenization.adapters import load_tokenizer
 
     info = out.manifest.get("tokenizer") or {}
     path = path or info.get("path")
     try:
-        return load_tokenizer(info.get("type"), path, rd.read_bytes(path)), None
+        return load_tokenizer(info.get("type"), path, storage.read_bytes(path)), None
     except Exception as exc:
         return None, f"text not decoded: tokenizer {path} could not be loaded ({str(exc).strip().splitlines()[0]})"
 
 
 def _describe(out, sample, tok) -> dict:
-    from mintdim_beam.reader import dataset as rd
 
     segments = []
     for seg in sample.segments:
@@ -332,7 +332,7 @@ def _describe(out, sample, tok) -> dict:
             "segments": segments}
     if sample.sample_id is not None:
         for name, key in (("unk_index.jsonl", "unk"), ("overflow_index.jsonl", "overflow")):
-            for _, row in rd.iter_index(out.path, name, out.manifest):
+            for _, row in output_files.iter_index(out.path, name, out.manifest):
                 if isinstance(row, dict) and row.get("sample_id") == sample.sample_id:
                     info[key] = row
                     break
@@ -341,10 +341,9 @@ def _describe(out, sample, tok) -> dict:
 
 def _why_missing(out, sample_id: int) -> DatasetAccessError:
     """Say why a sample id has no record: a bad record, an overflow skip, or out of range."""
-    from mintdim_beam.reader import dataset as rd
 
     for name in ("bad_record_index.jsonl", "overflow_index.jsonl"):
-        for _, row in rd.iter_index(out.path, name, out.manifest):
+        for _, row in output_files.iter_index(out.path, name, out.manifest):
             if isinstance(row, dict) and row.get("sample_id") == sample_id:
                 where = f"{row.get('source_file')}:{row.get('source_line')}"
                 if name.startswith("bad"):
@@ -482,6 +481,7 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     from mintdim_beam.launch import preflight
     from mintdim_beam.storage import access as storage_access
     from mintdim_beam.launch.launcher import length_histograms
+    from mintdim_beam.reader.unit_planner import LengthHistogram
 
     spec, run_section = load_job_file(path)
     block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
@@ -494,7 +494,8 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     found = length_histograms(config, options=beam_args, sizes=sizes)
     plans = []
     for out in config.outputs:
-        hist, bad = found[out.index]
+        counts, bad = found[out.index]
+        hist = LengthHistogram.from_counts(counts)
         notes = [f"{bad} bad records not counted"] if bad else []
         plans.append((out.path, hist, list(out.sizes), notes))
     return plans

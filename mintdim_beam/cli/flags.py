@@ -110,7 +110,7 @@ def check_flags(parser: argparse.ArgumentParser, extra: Sequence[str], scope: st
         if _dest(flag) in unknown:
             parser.error(f"unknown option {flag}{_suggest(flag, parser, known)}")
     if scope == FILESYSTEM:
-        from mintdim_beam.storage.files import filesystem_option_names
+        from mintdim_beam.storage.clients import filesystem_option_names
 
         allowed = filesystem_option_names()
         for flag in flags:

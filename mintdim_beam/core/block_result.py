@@ -184,3 +184,31 @@ def split_result(result: BlockResult, line_counts: list) -> list:
             res.first_error = (sample - a, line - int(line_starts[k]), err)
         out.append(res)
     return out
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Input bytes and planned blocks done, samples read, tokens written."""
+
+    bytes: int = 0
+    blocks: int = 0
+    samples: int = 0
+    tokens: int = 0
+
+    def __add__(self, other: "Figures") -> "Figures":
+        return Figures(self.bytes + other.bytes, self.blocks + other.blocks,
+                       self.samples + other.samples, self.tokens + other.tokens)
+
+    def to_dict(self) -> dict:
+        return {"bytes": self.bytes, "blocks": self.blocks, "samples": self.samples, "tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Figures":
+        return cls(int(d["bytes"]), int(d["blocks"]), int(d["samples"]), int(d["tokens"]))
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict()).encode("ascii")
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "Figures":
+        return cls.from_dict(json.loads(data))

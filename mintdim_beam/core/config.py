@@ -20,6 +20,7 @@ from typing import Any, Optional
 from mintdim_beam import errors
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
+from mintdim_beam.format.names import LATEST
 
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
@@ -57,8 +58,6 @@ RUN_FLAGS = ("versioned", "skip_unchanged")
 
 #: A build id is one plain path component: it names ``ROOT/<build-id>/``.
 BUILD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-#: ``layout.LATEST``, the versioned root's pointer file (layout imports Beam; this module may not).
-LATEST = "LATEST"
 
 
 @dataclass

@@ -16,13 +16,6 @@ from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TR
 from mintdim_beam.core.plan import BlockPlan, OutputPlan
 from mintdim_beam.tokenization.unk_rows import json_string
 
-INDEX_FILES = (
-    "sample_index.jsonl",
-    "duplicate_index.jsonl",
-    "unk_index.jsonl",
-    "overflow_index.jsonl",
-    "bad_record_index.jsonl",
-)
 
 
 def dumps_row(row: dict) -> str:

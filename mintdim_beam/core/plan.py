@@ -305,3 +305,15 @@ def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -
 def _offset(summary: BlockSummary, section: str) -> int:
     """Where ``section`` of the block's spill begins (0 for a summary without sections)."""
     return summary.sections.get(section, (0, 0))[0]
+
+
+def merge_counts(values) -> tuple:
+    """Combiner of the planner's histograms: add ``({length: count}, bad_records)`` pairs
+    (associative and commutative, so any runner may combine them in any order)."""
+    hist: dict = {}
+    bad = 0
+    for counts, b in values:
+        for length, n in counts.items():
+            hist[length] = hist.get(length, 0) + n
+        bad += b
+    return hist, bad

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from mintdim_beam.errors.config_errors import FieldMappingError, OutputMappingError, PipelineValidationError, SamplesPerShardError, TemplateFieldMismatchError, TemplateMappingError, TokenizerMappingError, UnitMappingError, UnitValidationError
 from mintdim_beam.errors.data_errors import MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, SampleSchemaError, SourceParseError, StorageAccessError, UnitOverflowError
-from mintdim_beam.errors.base import MintDimError, _REGISTRY
+from mintdim_beam.errors.base import MintDimError, REGISTRY
 from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError, ReportError
 from mintdim_beam.errors.tokenizer_errors import TemplateTokenizerError, TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
 
@@ -62,7 +62,7 @@ __all__ = [
 def error_from_dict(data: Mapping[str, Any]) -> MintDimError:
     """Rebuild an error from `MintDimError.to_dict()` output: same class, same text."""
     name = data.get("error")
-    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    cls = REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"not a MintDim error class: {name!r}")
     return cls._from_fields(dict(data.get("fields") or {}))

@@ -19,10 +19,10 @@ from mintdim_beam.errors import messages as M
 
 # Public error classes by name, filled as each class is defined, so `errors.error_from_dict`
 # can rebuild the right class.
-_REGISTRY: dict[str, type["MintDimError"]] = {}
+REGISTRY: dict[str, type["MintDimError"]] = {}
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """Turn a fact into a JSON value, so an error survives the trip to the launcher.
 
     Rendering always uses the normalised value, so a rebuilt error prints exactly the
@@ -38,18 +38,18 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (os.PathLike, bytes)):
         return os.fsdecode(value)
     if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
+        return {str(key): plain_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
+        return [plain_value(item) for item in value]
     return repr(value)
 
 
-def _facts(**facts: Any) -> dict[str, Any]:
+def fact_dict(**facts: Any) -> dict[str, Any]:
     """Normalised facts of one error, in the order they were given."""
-    return {key: _plain(value) for key, value in facts.items()}
+    return {key: plain_value(value) for key, value in facts.items()}
 
 
-def _as_list(value: Any) -> Any:
+def as_list(value: Any) -> Any:
     """A lone string where a list is expected is one item, not a list of characters."""
     return [value] if isinstance(value, (str, bytes, os.PathLike)) else value
 
@@ -85,7 +85,7 @@ class MintDimError(Exception):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_"):
-            _REGISTRY[cls.__name__] = cls
+            REGISTRY[cls.__name__] = cls
 
     def __init__(
         self, english: str, vietnamese: str, fields: Mapping[str, Any] | None = None

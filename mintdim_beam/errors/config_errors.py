@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterable, Sequence
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.errors.base import MintDimError, _as_list, _facts, _plain
+from mintdim_beam.errors.base import MintDimError, as_list, fact_dict, plain_value
 
 
 class PipelineValidationError(MintDimError):
@@ -27,7 +27,7 @@ class PipelineValidationError(MintDimError):
     _variant_kinds = ("invalid",)
 
     def __init__(self, missing: Iterable[str]) -> None:
-        facts = _facts(missing=_as_list(missing))
+        facts = fact_dict(missing=as_list(missing))
         english, vietnamese = self._render(
             M.PIPELINE_INCOMPLETE,
             [M.PIPELINE_MISSING, M.bullets(facts["missing"]), M.PIPELINE_MISSING_NOTE],
@@ -47,12 +47,12 @@ class PipelineValidationError(MintDimError):
         `problem` and `rules` usually name code identifiers and read the same in both
         blocks; pass `problem_vi` / `rules_vi` when a translation helps.
         """
-        facts = _facts(
+        facts = fact_dict(
             kind="invalid",
             problem=problem,
-            rules=_as_list(rules),
+            rules=as_list(rules),
             problem_vi=problem_vi,
-            rules_vi=None if rules_vi is None else _as_list(rules_vi),
+            rules_vi=None if rules_vi is None else as_list(rules_vi),
         )
         paragraphs = [M.labeled(M.PROBLEM, facts["problem"], facts["problem_vi"])]
         if facts["rules"]:
@@ -76,7 +76,7 @@ class _FileCountMappingError(MintDimError):
     _text: ClassVar[M.MappingText]
 
     def __init__(self, files: int, got: int) -> None:
-        facts = _facts(files=files, got=got)
+        facts = fact_dict(files=files, got=got)
         english, vietnamese = self._render_count(facts["files"], facts["got"])
         super().__init__(english, vietnamese, facts)
 
@@ -137,7 +137,7 @@ class OutputMappingError(_FileCountMappingError):
         """Two outputs are one directory (``relation="same"``, through a symlink or a
         different spelling) or ``other`` lies inside ``directory`` (``"inside"``);
         ``resolved`` is where they meet after resolving links."""
-        facts = _facts(kind="overlap", directory=directory, other=other, relation=relation, resolved=resolved)
+        facts = fact_dict(kind="overlap", directory=directory, other=other, relation=relation, resolved=resolved)
         text = M.OUTPUT_OVERLAP_RELATIONS[facts["relation"]]
         english, vietnamese = cls._render(
             M.OUTPUT_OVERLAP,
@@ -154,7 +154,7 @@ class OutputMappingError(_FileCountMappingError):
     @classmethod
     def holds_input(cls, directory: str, context: str, path: str) -> "OutputMappingError":
         """An input (``context="source"``) or tokenizer file lies inside an output directory."""
-        facts = _facts(kind="holds_input", directory=directory, context=context, path=path)
+        facts = fact_dict(kind="holds_input", directory=directory, context=context, path=path)
         english, vietnamese = cls._render(
             M.OUTPUT_HOLDS_INPUT,
             [
@@ -171,8 +171,8 @@ class OutputMappingError(_FileCountMappingError):
         cls, directory: str, files: Sequence[str], differs: str
     ) -> "OutputMappingError":
         """Files sharing `directory` differ in `differs` (tokenizer, sequence_template, ...)."""
-        facts = _facts(
-            kind="inconsistent", directory=directory, files=_as_list(files), differs=differs
+        facts = fact_dict(
+            kind="inconsistent", directory=directory, files=as_list(files), differs=differs
         )
         english, vietnamese = cls._render(
             M.OUTPUT_INCONSISTENT,
@@ -228,10 +228,10 @@ class TemplateFieldMismatchError(MintDimError):
         reason: M.Text,
         **extra: Any,
     ) -> tuple[str, str, dict[str, Any]]:
-        facts = _facts(
+        facts = fact_dict(
             kind=kind,
             file=file,
-            fields=_as_list(fields),
+            fields=as_list(fields),
             template=template,
             field=field,
             reason_en=reason.en,
@@ -314,9 +314,9 @@ class UnitValidationError(MintDimError):
     """
 
     def __init__(self, problem: str | None = None, problem_vi: str | None = None) -> None:
-        facts = _facts(problem=problem)
+        facts = fact_dict(problem=problem)
         if problem_vi is not None:
-            facts["problem_vi"] = _plain(problem_vi)
+            facts["problem_vi"] = plain_value(problem_vi)
         paragraphs = [] if facts["problem"] is None else [
             M.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi"))]
         paragraphs += [M.RULES, M.bullet_pairs(M.UNIT_RULES)]
@@ -337,13 +337,13 @@ class SamplesPerShardError(MintDimError):
 
     def __init__(self, problem_en: str, problem_vi: str | None = None) -> None:
         problem = M.Text(problem_en, problem_en if problem_vi is None else problem_vi)
-        self._init_error(*self._compose(_facts(), problem))
+        self._init_error(*self._compose(fact_dict(), problem))
 
     @classmethod
     def _compose(
         cls, facts: dict[str, Any], problem: M.Text
     ) -> tuple[str, str, dict[str, Any]]:
-        facts = {**facts, **_facts(problem_en=problem.en, problem_vi=problem.vi)}
+        facts = {**facts, **fact_dict(problem_en=problem.en, problem_vi=problem.vi)}
         english, vietnamese = cls._render(
             M.SAMPLES_PER_SHARD_INVALID,
             [
@@ -357,7 +357,7 @@ class SamplesPerShardError(MintDimError):
     @classmethod
     def not_positive(cls, index: int, value: Any) -> "SamplesPerShardError":
         """`samples_per_shard[index]` is not a positive int (shown with repr)."""
-        facts = _facts(kind="not_positive", index=index, value=value)
+        facts = fact_dict(kind="not_positive", index=index, value=value)
         shown = repr(facts["value"])
         problem = M.Text(
             M.SAMPLES_PER_SHARD_NOT_POSITIVE.en.format(index=facts["index"], value=shown),
@@ -368,7 +368,7 @@ class SamplesPerShardError(MintDimError):
     @classmethod
     def arity(cls, files: int, got: int) -> "SamplesPerShardError":
         """`samples_per_shard` has `got` entries for `files` input files."""
-        facts = _facts(kind="arity", files=files, got=got)
+        facts = fact_dict(kind="arity", files=files, got=got)
         problem = M.Text(
             M.SAMPLES_PER_SHARD_ARITY.en.format(
                 files=facts["files"],

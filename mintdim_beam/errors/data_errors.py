@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.errors.base import MintDimError, _as_list, _facts
+from mintdim_beam.errors.base import MintDimError, as_list, fact_dict
 
 
 class MintDimFileNotFoundError(MintDimError):
@@ -25,7 +25,7 @@ class MintDimFileNotFoundError(MintDimError):
     _variant_kinds = ("not_a_file",)
 
     def __init__(self, context: str, path: str) -> None:
-        facts = _facts(context=context, path=path)
+        facts = fact_dict(context=context, path=path)
         english, vietnamese = self._render(
             M.FILE_NOT_FOUND,
             [
@@ -40,7 +40,7 @@ class MintDimFileNotFoundError(MintDimError):
         """The path exists but is no readable regular file: ``found`` is a key of
         ``messages.FILE_KINDS`` (directory, fifo, char_device, ...). A FIFO would block
         the build's first read forever, so it is refused before any work."""
-        facts = _facts(kind="not_a_file", context=context, path=path, found=found)
+        facts = fact_dict(kind="not_a_file", context=context, path=path, found=found)
         what = M.FILE_KINDS.get(facts["found"], M.FILE_KINDS["other"])
         english, vietnamese = cls._render(
             M.FILE_NOT_REGULAR,
@@ -67,7 +67,7 @@ class SourceParseError(MintDimError):
     """
 
     def __init__(self, file: str, line: int, reason: str) -> None:
-        facts = _facts(file=file, line=line, reason=reason)
+        facts = fact_dict(file=file, line=line, reason=reason)
         english, vietnamese = self._render(
             M.SOURCE_PARSE,
             [
@@ -87,7 +87,7 @@ class SourceParseError(MintDimError):
         Always fatal, whatever the bad-record policy: the whole file is unreadable as
         named, and skipping its "lines" would lose it silently.
         """
-        facts = _facts(kind="looks_compressed", file=file, line=line, compression=compression,
+        facts = fact_dict(kind="looks_compressed", file=file, line=line, compression=compression,
                        extension=extension, reason=f"looks {compression}-compressed")
         english, vietnamese = cls._render(
             M.SOURCE_PARSE,
@@ -107,7 +107,7 @@ class SourceParseError(MintDimError):
                        detail: str = "") -> "SourceParseError":
         """A compressed input is truncated or corrupt from ``line`` on (the lines before
         it were read). Always fatal: the rest of the file cannot be read."""
-        facts = _facts(kind="bad_compressed", file=file, line=line, compression=compression, truncated=truncated,
+        facts = fact_dict(kind="bad_compressed", file=file, line=line, compression=compression, truncated=truncated,
                        detail=detail, reason=f"{'truncated' if truncated else 'corrupt'} {compression} data")
         text = M.SOURCE_TRUNCATED if truncated else M.SOURCE_CORRUPT
         problem = M.Text(text.en.format(compression=compression, detail=detail),
@@ -143,12 +143,12 @@ class SampleSchemaError(MintDimError):
         missing: Sequence[str],
         available: Sequence[str],
     ) -> None:
-        facts = _facts(
+        facts = fact_dict(
             file=file,
             line=line,
-            declared=_as_list(declared),
-            missing=_as_list(missing),
-            available=_as_list(available),
+            declared=as_list(declared),
+            missing=as_list(missing),
+            available=as_list(available),
         )
         english, vietnamese = self._render(
             M.SAMPLE_MISSING_FIELDS,
@@ -167,11 +167,11 @@ class SampleSchemaError(MintDimError):
         cls, file: str, line: int, declared: Sequence[str], field: str, type_name: str
     ) -> "SampleSchemaError":
         """A declared field holds a value that cannot be rendered as text."""
-        facts = _facts(
+        facts = fact_dict(
             kind="wrong_type",
             file=file,
             line=line,
-            declared=_as_list(declared),
+            declared=as_list(declared),
             field=field,
             type_name=type_name,
         )
@@ -211,7 +211,7 @@ class UnitOverflowError(MintDimError):
     _variant_kinds = ("beyond_maximum",)
 
     def __init__(self, file: str, line: int, token_count: int, max_unit_size: int) -> None:
-        facts = _facts(file=file, line=line, token_count=token_count, max_unit_size=max_unit_size)
+        facts = fact_dict(file=file, line=line, token_count=token_count, max_unit_size=max_unit_size)
         english, vietnamese = self._render(
             M.UNIT_OVERFLOW,
             [
@@ -227,7 +227,7 @@ class UnitOverflowError(MintDimError):
 
     @classmethod
     def beyond_maximum(cls, file: str, line: int, token_count: int, max_unit_size: int) -> "UnitOverflowError":
-        facts = _facts(kind="beyond_maximum", file=file, line=line, token_count=token_count,
+        facts = fact_dict(kind="beyond_maximum", file=file, line=line, token_count=token_count,
                        max_unit_size=max_unit_size)
         english, vietnamese = cls._render(
             M.UNIT_OVERFLOW,
@@ -259,7 +259,7 @@ class OutputValidationError(MintDimError):
     _variant_kinds = ("unusable",)
 
     def __init__(self, directory: str) -> None:
-        facts = _facts(directory=directory)
+        facts = fact_dict(directory=directory)
         english, vietnamese = self._render(
             M.OUTPUT_NOT_EMPTY,
             [M.labeled(M.DIRECTORY, facts["directory"]), M.OUTPUT_USE_NEW],
@@ -268,7 +268,7 @@ class OutputValidationError(MintDimError):
 
     @classmethod
     def unusable(cls, directory: str, reason: str, detail: str) -> "OutputValidationError":
-        facts = _facts(kind="unusable", directory=directory, reason=reason, detail=detail)
+        facts = fact_dict(kind="unusable", directory=directory, reason=reason, detail=detail)
         problem, fix = M.OUTPUT_UNUSABLE_REASONS[facts["reason"]]
         english, vietnamese = cls._render(
             M.OUTPUT_UNUSABLE,
@@ -293,7 +293,7 @@ class OutputClaimedError(MintDimError):
 
     def __init__(self, directory: str, owner: str, host: str, pid: int, started_at: str,
                  status: str) -> None:
-        facts = _facts(directory=directory, owner=owner, host=host, pid=pid, started_at=started_at,
+        facts = fact_dict(directory=directory, owner=owner, host=host, pid=pid, started_at=started_at,
                        status=status)
         status_text = M.OUTPUT_CLAIMED_STATUSES.get(facts["status"], M.OUTPUT_CLAIMED_STATUSES["unknown"])
         who = {k: facts[k] for k in ("owner", "host", "pid", "started_at")}
@@ -327,7 +327,7 @@ class StorageAccessError(MintDimError):
     """
 
     def __init__(self, path: str, problem: str, reason: str) -> None:
-        facts = _facts(path=path, problem=problem, reason=reason)
+        facts = fact_dict(path=path, problem=problem, reason=reason)
         fix = M.STORAGE_FIXES.get(facts["problem"], M.STORAGE_FIXES["endpoint"])
         english, vietnamese = self._render(
             M.STORAGE_UNREACHABLE,

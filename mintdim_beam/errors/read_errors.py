@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.errors.base import MintDimError, _facts
+from mintdim_beam.errors.base import MintDimError, fact_dict
 
 
 class _ReadingError(MintDimError):
@@ -36,7 +36,7 @@ class _ReadingError(MintDimError):
             # DataLoader re-raises a worker's error as ``type(err)(text)``, the text
             # holding the original's two blocks), so the class survives.
             kind, facts = "relayed", {"text": kind}
-        facts = _facts(kind=kind, path=path, file=file, shard=shard, record=record, sample_id=sample_id,
+        facts = fact_dict(kind=kind, path=path, file=file, shard=shard, record=record, sample_id=sample_id,
                        line=line, **facts)
         text = M.read_text(kind, **facts)
         english, vietnamese = self._render(self._located(facts, text), [])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.errors.base import MintDimError, _as_list, _facts
+from mintdim_beam.errors.base import MintDimError, as_list, fact_dict
 
 
 class TokenizerValidationError(MintDimError):
@@ -27,7 +27,7 @@ class TokenizerValidationError(MintDimError):
     def __init__(self, component: str, problem: str, problem_vi: str | None = None) -> None:
         """``problem_vi``: the problem in Vietnamese; without it the problem reads the same
         in both blocks, as the spec prints "tokenizer file path must be str, got int"."""
-        facts = _facts(component=component, problem=problem)
+        facts = fact_dict(component=component, problem=problem)
         if problem_vi is not None:
             facts["problem_vi"] = problem_vi
         english, vietnamese = self._render(
@@ -51,7 +51,7 @@ class TokenizerValidationError(MintDimError):
         `tokenizer.type`; the message names it and the closest valid value.
         """
         extra = {} if tokenizer_type is None else {"tokenizer_type": tokenizer_type}
-        facts = _facts(kind="unsupported_format", path=path, **extra)
+        facts = fact_dict(kind="unsupported_format", path=path, **extra)
         paragraphs = [] if facts["path"] is None else [M.labeled(M.FILE, facts["path"])]
         if tokenizer_type is not None:
             paragraphs.append(_tokenizer_type_text(facts["tokenizer_type"]))
@@ -70,7 +70,7 @@ class TokenizerValidationError(MintDimError):
         ``detail`` the parser's own words; ``looks_like`` the other type when the bytes
         read as that format, which the message then suggests.
         """
-        facts = _facts(kind="unloadable", path=path, tokenizer_type=tokenizer_type, problem=problem,
+        facts = fact_dict(kind="unloadable", path=path, tokenizer_type=tokenizer_type, problem=problem,
                        detail=detail, looks_like=looks_like)
         said = M.TOKENIZER_LOAD_PROBLEMS[problem]
         paragraphs = [
@@ -121,7 +121,7 @@ class TokenizerSpecialTokenError(MintDimError):
     """
 
     def __init__(self, tokenizer: str, special_token: str, problem: str) -> None:
-        facts = _facts(tokenizer=tokenizer, special_token=special_token, problem=problem)
+        facts = fact_dict(tokenizer=tokenizer, special_token=special_token, problem=problem)
         english, vietnamese = self._render(
             M.TOKENIZER_SPECIAL,
             [
@@ -149,11 +149,11 @@ class TemplateTokenizerError(MintDimError):
         literals: Sequence[str] | None = None,
         unk_chars: Sequence[str] | None = None,
     ) -> None:
-        extra = {} if unk_chars is None else {"unk_chars": _as_list(unk_chars)}
-        facts = _facts(
+        extra = {} if unk_chars is None else {"unk_chars": as_list(unk_chars)}
+        facts = fact_dict(
             file_index=file_index,
             template=template,
-            literals=None if literals is None else _as_list(literals),
+            literals=None if literals is None else as_list(literals),
             **extra,
         )
         paragraphs = [
@@ -179,7 +179,7 @@ class TokenDTypeCapacityError(MintDimError):
     """
 
     def __init__(self, vocab_size: int) -> None:
-        facts = _facts(vocab_size=vocab_size)
+        facts = fact_dict(vocab_size=vocab_size)
         size = facts["vocab_size"]
         limits = [
             M.Text(

@@ -10,9 +10,9 @@ ascending sample_id) is the reader's to check, since it needs the whole index.
 
 A token changed to another valid id passes all of that; only a file's sha256 against
 the line ``SHA256SUMS`` holds for it (:func:`checksum_problem`) finds it. The reader
-and ``verify`` share the parsing of that file; :class:`ReaderError` (``read_errors``) is
-importable from here, so that the modules the reader is built from can raise it.
-Problems are worded as ``messages.READ_PROBLEMS`` pairs, so a raised error says them in
+and ``verify`` share the parsing of that file. ``meta`` below is the dataset's
+metadata as the reader loads it (``reader.output_files.Metadata``: segment count, magic,
+pad id, vocabulary size); this layer only reads those attributes. Problems are worded as ``messages.READ_PROBLEMS`` pairs, so a raised error says them in
 both languages.
 """
 
@@ -20,19 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.errors.read_errors import ReaderError  # noqa: F401  (raised by the modules the reader is built from)
+from mintdim_beam.format.names import CHECKSUMS
 
-if TYPE_CHECKING:
-    from mintdim_beam.reader.output_files import Metadata
 
-MANIFEST = "manifest.json"
-SAMPLE_INDEX = "sample_index.jsonl"
-CHECKSUMS = "SHA256SUMS"        # sha256 of every data file; manifest.json records its own
 _CHECKSUM_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)")
 
 
@@ -66,7 +61,7 @@ class RecordBatch(NamedTuple):
         return self.records[j, start:start + int(self.token_counts[j])]
 
 
-def record_problem(meta: Metadata, unit: int, records: np.ndarray, token_counts: Optional[np.ndarray] = None,
+def record_problem(meta, unit: int, records: np.ndarray, token_counts: Optional[np.ndarray] = None,
                    empty: Optional[np.ndarray] = None) -> Optional[tuple[int, M.Text]]:
     """The first of ``records`` (``(k, slots)``) that disagrees with what is known of it.
 
@@ -114,14 +109,14 @@ def record_problem(meta: Metadata, unit: int, records: np.ndarray, token_counts:
     return j, M.joined(describe(j) for mask, describe in checks if mask[j])
 
 
-def _empty_filled(meta: Metadata, lengths: np.ndarray, filled: np.ndarray) -> M.Text:
+def _empty_filled(meta, lengths: np.ndarray, filled: np.ndarray) -> M.Text:
     """Segments listed in ``empty_fields`` that hold tokens, named with their lengths."""
     segments = M.joined((M.read_text("empty_segment", segment=s, name=meta.sequence_template[s],
                                      count=int(lengths[s])) for s in np.nonzero(filled)[0].tolist()), ", ")
     return M.read_text("empty_filled", detail=segments)
 
 
-def _fine(meta: Metadata, unit: int, record: np.ndarray, token_counts, empty) -> bool:
+def _fine(meta, unit: int, record: np.ndarray, token_counts, empty) -> bool:
     """The checks of :func:`record_problem` on one record, with as few numpy calls as
     possible (random access reads one record at a time): True when all pass."""
     n = meta.n_segments

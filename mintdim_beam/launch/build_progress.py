@@ -23,13 +23,13 @@ from typing import Callable, Optional
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineState
 
-from mintdim_beam.core import blocks
+from mintdim_beam.core.block_result import Figures
 from mintdim_beam.beam import layout
 from mintdim_beam.launch import progress
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import SPILL_SUFFIX, read_spill_header
 from mintdim_beam.core.config import BuildConfig
-from mintdim_beam.beam.transforms import NAMESPACE
+from mintdim_beam.beam.stage_base import NAMESPACE
 
 #: Runners (lower case, without "Runner") whose result's state and metrics move while
 #: the job runs, so the launcher can poll them.
@@ -63,17 +63,17 @@ class Progress:
 
 
 def for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None,
-              sizes: Optional[dict] = None) -> Progress:
+              groups: Optional[list] = None) -> Progress:
     """The display for a build on ``runner_name`` (none if it cannot be set up).
-    ``sizes``: the inputs' sizes as the launcher listed them (for the total)."""
+    ``groups``: the block plan the launcher made (``blocks.plan_groups``), for the total."""
     try:
-        return _for_build(config, runner_name, quiet, since, stream, sizes)
+        return _for_build(config, runner_name, quiet, since, stream, groups or [])
     except Exception:   # progress is advisory
         return Progress(contextlib.nullcontext())
 
 
 def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stream=None,
-               sizes: Optional[dict] = None) -> Progress:
+               groups: list = ()) -> Progress:
     """The display, writing to ``stream`` (stderr).
 
     Local runner: the watcher of the outputs' spills, on local disk or on an object
@@ -85,10 +85,10 @@ def _for_build(config: BuildConfig, runner_name, quiet: bool, since: float, stre
     if quiet or not (is_local(runner_name) or key in REPORTING_RUNNERS) or not config.outputs:
         return Progress(contextlib.nullcontext())
     stream = sys.stderr if stream is None else stream
-    refs = blocks.plan_blocks(config, sizes)
-    display = progress.ProgressDisplay(stream, progress.Figures(sum(r.end - r.start for r in refs), len(refs)))
+    refs = [ref for group in groups for ref in group.blocks]
+    display = progress.ProgressDisplay(stream, Figures(sum(r.end - r.start for r in refs), len(refs)))
     def on_counters(counters: dict) -> None:
-        display.update(progress.Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),
+        display.update(Figures(counters.get("bytes_read", 0), counters.get("blocks_done", 0),
                                         counters.get("samples", 0), counters.get("tokens", 0)))
 
     if is_local(runner_name):
@@ -113,15 +113,15 @@ class StoreSpillWatcher:
     def __init__(self, spill_dirs):
         self._dirs = list(spill_dirs)
         self._seen: set = set()
-        self._done = progress.Figures()
+        self._done = Figures()
 
-    def poll(self) -> progress.Figures:
+    def poll(self) -> Figures:
         for directory in self._dirs:
             for path in storage.list_files(directory):
                 if path in self._seen or not path.endswith(SPILL_SUFFIX):
                     continue
                 try:
-                    figures = progress.Figures.from_dict(_spill_header(path)["progress"])
+                    figures = Figures.from_dict(_spill_header(path)["progress"])
                 except (FileNotFoundError, ValueError, KeyError, TypeError):
                     continue   # gone, or not a spill of this build: next time
                 self._seen.add(path)
@@ -142,8 +142,8 @@ class _Watchers:
     def __init__(self, watchers):
         self._watchers = watchers
 
-    def poll(self) -> progress.Figures:
-        done = progress.Figures()
+    def poll(self) -> Figures:
+        done = Figures()
         for watcher in self._watchers:
             done = done + watcher.poll()
         return done

@@ -34,6 +34,8 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from mintdim_beam.version import __version__
 from mintdim_beam.core import blocks
+from mintdim_beam.format import inputs
+from mintdim_beam.storage import line_blocks
 from mintdim_beam.launch import build_progress
 from mintdim_beam import errors
 from mintdim_beam.beam import layout
@@ -43,11 +45,13 @@ from mintdim_beam.beam import publish
 from mintdim_beam.storage import files as storage
 from mintdim_beam.storage import access as storage_access
 from mintdim_beam.core.config import BuildConfig, check_build_id
-from mintdim_beam.launch.cores import usable_cores
+from mintdim_beam.beam.cores import usable_cores
 from mintdim_beam.core.digests import InputDigests, fingerprint_paths
 from mintdim_beam.beam.options import BuildOptions, dask_sharers, encode_sharers, explicit_threads
 from mintdim_beam.beam.publish import mark_failed, mark_started
 from mintdim_beam.beam.transforms import UnitBuild, delivers_finish_bundle
+from mintdim_beam.format import names
+from mintdim_beam.storage import clients
 
 RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
@@ -184,8 +188,10 @@ def choose_local_mode(config: BuildConfig, runner, opts: PipelineOptions, flags=
     named = flag_names(flags) if flags is not None else set(opts.get_all_options(drop_default=True))
     if any(name in named for name in LOCAL_MODE_FLAGS):
         return
-    processes = default_processes(sum(storage.sizes([f.path for f in config.files], sizes)))
-    if processes and blocks.busy_blocks(config, sizes) < 2:
+    listed = dict(zip([f.path for f in config.files], storage.sizes([f.path for f in config.files], sizes)))
+    processes = default_processes(sum(listed[f.path] for f in config.files))
+    files = [(f.path, listed[f.path], inputs.is_compressed(f.path)) for f in config.files]
+    if processes and line_blocks.busy_blocks(files, config.block_size) < 2:
         processes = 0   # one block owns every line (one huge line): one process does all the work
     if processes:
         direct = opts.view_as(DirectOptions)
@@ -272,7 +278,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     opts = make_options(options)
     threads = _encode_threads_option(opts)
     _check_local_workers(opts)
-    storage.configure(opts)  # s3:// endpoints and keys, before preflight reads
+    clients.configure(opts)  # s3:// endpoints and keys, before preflight reads
     preflight.check_schemes(config)
     storage_access.check(storage_access.build_paths(config), opts)   # in seconds, not after retries
     if input_sizes is None:
@@ -280,6 +286,9 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     else:
         config = patterns.expand(config)
     pre = preflight.check(config, ask=ask, interactive=interactive, claim=False, sizes=input_sizes)
+    # The block plan, made once from the listed sizes: the runner's tuning, the progress
+    # total and the pipeline's encode groups all read this one list.
+    groups = blocks.plan_groups(config, input_sizes)
     runner, opts = _runner_alias(runner, opts)
     choose_local_mode(config, runner, opts, flags if options is not None else [], input_sizes)
     runner_obj, runner_name = resolve_runner(runner, opts)
@@ -290,7 +299,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         # release the GIL) while it builds the pipeline, instead of a pipeline step.
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hash-inputs")
         input_digests = hashing.submit(hash_inputs, config)
-    sharers = _tune_for_runner(config, runner_name, opts, input_sizes)
+    sharers = _tune_for_runner(config, runner_name, opts, groups)
     if sharers is None:
         sharers = encode_sharers(runner_name, opts)
     started = time.time()
@@ -310,11 +319,11 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     # Claimed last, when nothing before the pipeline can fail and leave a claim behind.
     preflight.claim_outputs(config)
     mark_started(config, build_info)
-    shown = build_progress.for_build(config, runner_name, quiet, started, sizes=input_sizes)
+    shown = build_progress.for_build(config, runner_name, quiet, started, groups=groups)
     try:
         with shown.context:
             counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters,
-                                     input_sizes)
+                                     groups)
     except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
         raise _build_error(config, exc) from None
     finally:
@@ -333,10 +342,11 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
 
 
 def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
-                  input_digests, on_counters=None, input_sizes=None) -> dict:
+                  input_digests, on_counters=None, groups=None) -> dict:
     """Run the build to completion; close what the runner opened; return the runner's
     ``mintdim`` counters ({} when it reports none). ``on_counters``: shown a live
-    runner's counters while it runs (``build_progress.wait``).
+    runner's counters while it runs (``build_progress.wait``). ``groups``: the block
+    plan (``blocks.plan_groups``) the launcher made.
 
     ``input_digests``: None (the pipeline hashes the inputs), an ``InputDigests``, or a
     future of one still being computed. It is awaited before the transforms are built:
@@ -364,7 +374,7 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
     build_info["bpe_word_encoder"] = words and config.accelerators
     _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
                                      word_encoder=words, encode_sharers=build_info["encode_sharers"],
-                                     input_sizes=input_sizes)
+                                     groups=groups)
     result = p.run()
     try:
         state = build_progress.wait(result, build_info.get("runner"), on_counters)
@@ -388,7 +398,7 @@ def _runner_alias(runner, opts: PipelineOptions):
 
 
 def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOptions,
-                     sizes: Optional[dict] = None) -> Optional[int]:
+                     groups: list) -> Optional[int]:
     """Dask: size the bag partitions, and return the encode sharers per machine.
 
     Partitions: as many as the cluster has threads, twice, unless the user chose. The
@@ -410,7 +420,7 @@ def _tune_for_runner(config: BuildConfig, runner_name: str, opts: PipelineOption
     nthreads = _dask_nthreads(dask.address)
     if not (dask.npartitions or dask.partition_size):
         wanted = 2 * (sum(nthreads.values()) or usable_cores())
-        dask.npartitions = max(1, min(len(blocks.plan_groups(config, sizes)), wanted, DASK_MAX_PARTITIONS))
+        dask.npartitions = max(1, min(len(groups), wanted, DASK_MAX_PARTITIONS))
     return dask_sharers(nthreads) if nthreads else None
 
 
@@ -430,7 +440,7 @@ def _dask_nthreads(address: Optional[str]) -> dict:
 def _recorded_error(config: BuildConfig) -> Optional[errors.MintDimError]:
     """The spec error that finalize recorded for a policy abort, if any."""
     for out in config.outputs:
-        record = storage.join(layout.staging_dir(out), layout.ERROR_RECORD)
+        record = storage.join(layout.staging_dir(out), names.ERROR_RECORD)
         if storage.exists(record):
             return errors.error_from_dict(json.loads(storage.read_bytes(record)))
     return None
@@ -500,10 +510,9 @@ def length_histograms(config: BuildConfig, runner=None, options=None, workdir: O
     import tempfile
 
     from mintdim_beam.beam.transforms import CountTokenLengths
-    from mintdim_beam.reader.unit_planner import LengthHistogram
 
     opts = make_options(options)
-    storage.configure(opts)
+    clients.configure(opts)
     runner, opts = _runner_alias(runner, opts)
     runner_obj, _ = resolve_runner(runner, opts)
     own_dir = workdir is None
@@ -518,9 +527,9 @@ def length_histograms(config: BuildConfig, runner=None, options=None, workdir: O
             path = storage.join(workdir, f"histogram-{o.index}.json")
             if storage.exists(path):
                 data = json.loads(storage.read_bytes(path))
-                out[o.index] = (LengthHistogram.from_counts(data["lengths"]), data["bad_records"])
+                out[o.index] = ({int(k): int(v) for k, v in data["lengths"].items()}, data["bad_records"])
             else:
-                out[o.index] = (LengthHistogram.from_counts({}), 0)
+                out[o.index] = ({}, 0)
         return out
     finally:
         if own_dir:
@@ -557,7 +566,7 @@ def _check_versioned_root(root: str) -> None:
     """Before any work: a root whose LATEST is a directory used to fail only once the build
     was published (IsADirectoryError, a stray LATEST.tmp-*), and a root that is itself a
     published dataset took builds inside it."""
-    latest = storage.join(root, layout.LATEST)
+    latest = storage.join(root, names.LATEST)
     if storage.is_local(root) and os.path.lexists(latest) and not os.path.isfile(latest):
         raise errors.OutputValidationError.unusable(root, "latest_not_file", latest)
     manifest = storage.join(root, "manifest.json")
@@ -577,7 +586,7 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     if build_id is not None:
         check_build_id(build_id)
     opts = make_options(options)
-    storage.configure(opts)
+    clients.configure(opts)
     preflight.check_schemes(config)
     storage_access.check(storage_access.build_paths(config), opts)
     config, sizes = patterns.expand_sizes(config)     # listed once, for launch() too

@@ -26,6 +26,7 @@ import os
 
 from mintdim_beam import errors
 from mintdim_beam.core.config import BuildConfig, FileSpec
+from mintdim_beam.storage import clients
 
 _GLOB = ("*", "?", "[")
 
@@ -85,7 +86,7 @@ def expand_sizes(config: BuildConfig, options=None) -> tuple[BuildConfig, dict]:
     if has_patterns(config):
         config = _expand(config, options, sizes)
     else:
-        storage.configure(options)
+        clients.configure(options)
     named = [f.path for f in config.files if f.path not in sizes]
     if named:
         sizes.update(storage.sizes_or_none(named))
@@ -94,9 +95,8 @@ def expand_sizes(config: BuildConfig, options=None) -> tuple[BuildConfig, dict]:
 
 def _expand(config: BuildConfig, options, sizes: dict) -> BuildConfig:
     """:func:`expand`, adding each match's size (from the listing) to ``sizes``."""
-    from mintdim_beam.storage import files as storage
 
-    storage.configure(options)
+    clients.configure(options)
     files: list[FileSpec] = []
     members: dict[int, list[int]] = {out.index: [] for out in config.outputs}
     entry_of: dict[str, FileSpec] = {}     # each file -> the entry that gave it first

@@ -214,7 +214,7 @@ def _check_input(context: str, path: str) -> None:
         raise errors.MintDimFileNotFoundError.not_a_file(context, path, "unreadable")
 
 
-#: Every build stages under OUT/.mintdim-staging/ (``layout.STAGING``; layout imports Beam).
+#: Every build stages under OUT/.mintdim-staging/ (``names.STAGING``; layout imports Beam).
 STAGING = ".mintdim-staging"
 
 

@@ -22,14 +22,12 @@ with a fake clock and stream.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Optional
 
-from mintdim_beam.core.block_result import SPILL_SUFFIX, read_spill_header
+from mintdim_beam.core.block_result import SPILL_SUFFIX, Figures, read_spill_header
 
 #: Bytes read from the start of a spill for its header (a longer header is read whole).
 HEADER_READ = 4096
@@ -39,34 +37,6 @@ PLAIN_INTERVAL = 10.0
 TTY_INTERVAL = 0.5
 #: Seconds between two looks at the staging area.
 POLL_INTERVAL = 0.5
-
-
-@dataclass(frozen=True)
-class Figures:
-    """Input bytes and planned blocks done, samples read, tokens written."""
-
-    bytes: int = 0
-    blocks: int = 0
-    samples: int = 0
-    tokens: int = 0
-
-    def __add__(self, other: "Figures") -> "Figures":
-        return Figures(self.bytes + other.bytes, self.blocks + other.blocks,
-                       self.samples + other.samples, self.tokens + other.tokens)
-
-    def to_dict(self) -> dict:
-        return {"bytes": self.bytes, "blocks": self.blocks, "samples": self.samples, "tokens": self.tokens}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Figures":
-        return cls(int(d["bytes"]), int(d["blocks"]), int(d["samples"]), int(d["tokens"]))
-
-    def to_json(self) -> bytes:
-        return json.dumps(self.to_dict()).encode("ascii")
-
-    @classmethod
-    def from_json(cls, data: bytes) -> "Figures":
-        return cls.from_dict(json.loads(data))
 
 
 # --------------------------------------------------------------------------- formatting

@@ -7,8 +7,12 @@ imported on first use, so importing one module of this layer loads only what it 
 """
 
 _PUBLIC = {
-    "open_output": "dataset", "Dataset": "dataset", "Sample": "dataset", "segment_mask": "dataset",
-    "ReaderError": "dataset", "CausalLMDataset": "training",
+    "open_output": "mintdim_beam.reader.dataset", "OutputReader": "mintdim_beam.reader.dataset",
+    "Sample": "mintdim_beam.reader.dataset",
+    "CausalLMDataset": "mintdim_beam.reader.training", "UnitBatchSampler": "mintdim_beam.reader.training",
+    "causal_lm_arrays": "mintdim_beam.reader.training", "segment_mask": "mintdim_beam.reader.training",
+    "IGNORE_INDEX": "mintdim_beam.reader.training",
+    "ReaderError": "mintdim_beam.errors.read_errors",
 }
 
 
@@ -16,7 +20,7 @@ def __getattr__(name):
     if name in _PUBLIC:
         import importlib
 
-        return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import operator
 import os
 import re
 from collections import OrderedDict
@@ -41,11 +40,16 @@ from mintdim_beam.errors import messages as M
 
 # Storage, index paths and metadata live in `output_files`; their names stay importable
 # from here, where callers have always found them.
-from mintdim_beam.reader.output_files import BLANK_LINE, LENGTH_FIELD, Metadata, exists, file_pieces, file_size, index_paths, index_sizes, index_pieces, is_local, iter_index, iter_jsonl, join, list_dir, read_bytes, read_files, read_index, read_json, read_metadata, stray_index_files
-from mintdim_beam.format.record_checks import CHECKSUMS, MANIFEST, SAMPLE_INDEX, ReaderError, RecordBatch, checksum_problem, parse_checksums, record_problem
-from mintdim_beam.reader.sample_index import SHARD_PATH as _SHARD_PATH, IndexProblem, SampleIndex, parse_sample_index, parse_sample_index_pieces
+from mintdim_beam.reader.output_files import Metadata, file_pieces, index_paths, index_pieces, read_files, read_json, read_metadata, stray_index_files
+from mintdim_beam.storage.files import is_local, join, list_dir, read_bytes
+from mintdim_beam.storage.files import size as file_size
+from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.format.names import CHECKSUMS, MANIFEST, SAMPLE_INDEX
+from mintdim_beam.format.record_checks import RecordBatch, checksum_problem, parse_checksums, record_problem
+from mintdim_beam.format.names import SHARD_PATH as _SHARD_PATH
+from mintdim_beam.reader.sample_index import SampleIndex, as_int, parse_sample_index_pieces
+from mintdim_beam.reader.training import CausalLMDataset
 
-IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
 _REMOTE_SHARDS_CACHED = 4
 _SHARD_FILE = re.compile(r"shard_\d{6}\.bin")
@@ -327,7 +331,7 @@ class OutputReader:
 
     def row_of(self, sample_id: int) -> int:
         """Row of ``sample_id`` in the index; KeyError for a sample with no shard record."""
-        sample_id = _as_int(sample_id, "sample_id")
+        sample_id = as_int(sample_id, "sample_id")
         ids = self.sample_ids      # loads the index (and its sort order) on first use
         k = int(np.searchsorted(ids, sample_id))
         if k >= len(ids) or ids[k] != sample_id:
@@ -483,7 +487,7 @@ class OutputReader:
         gives a list of them."""
         if isinstance(i, slice):
             return [self.sample_at_row(int(r)) for r in self.rows_by_id[i].tolist()]
-        i = _as_int(i, "index")
+        i = as_int(i, "index")
         n = len(self)
         if not -n <= i < n:
             raise IndexError(f"sample position {i} out of range: {self.path} holds {n} samples "
@@ -500,7 +504,7 @@ class OutputReader:
         if m is None:
             raise ReaderError("not_shard_path", file=shard_path)
         unit, shard = int(m.group(1)), int(m.group(2))
-        record = _as_int(record, "record")
+        record = as_int(record, "record")
         ix = self.index
         hits = np.nonzero((ix.unit == unit) & (ix.shard == shard) & (ix.record == record))[0]
         if len(hits):
@@ -564,20 +568,8 @@ class OutputReader:
 
     def causal_lm(self, units: Optional[Sequence[int]] = None, loss_segments: Optional[Sequence[str]] = None,
                   shift: bool = True, return_tensors: Optional[str] = None) -> "CausalLMDataset":
-        from mintdim_beam.reader.training import CausalLMDataset
-
         return CausalLMDataset(self, units=units, loss_segments=loss_segments, shift=shift,
                                return_tensors=return_tensors)
-
-
-def _as_int(value, what: str) -> int:
-    """``value`` as an int; TypeError for floats, strings and booleans (numpy ints pass)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{what} must be an integer, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None
 
 
 def open_output(path: str, mmap: bool = True, checksums: bool = False, options=None) -> OutputReader:
@@ -671,17 +663,3 @@ def _read_sums(meta: Metadata) -> dict:
     if problem is not None:
         raise ReaderError(problem[0], meta.path, file=CHECKSUMS, **problem[1])
     return parse_checksums(data)[0]
-
-
-# The training view lives in its own module, which imports this one; its names stay
-# importable from here, resolved on first use (an import at the top of either module
-# would make importing ``training`` first fail half-way).
-_TRAINING_NAMES = ("CausalLMDataset", "UnitBatchSampler", "causal_lm_arrays", "segment_mask")
-
-
-def __getattr__(name):
-    if name in _TRAINING_NAMES:
-        from mintdim_beam.reader import training
-
-        return getattr(training, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

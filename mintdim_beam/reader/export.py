@@ -40,7 +40,9 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from mintdim_beam.reader.dataset import OutputReader, ReaderError, is_local
+from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.reader.dataset import OutputReader
+from mintdim_beam.storage.files import is_local
 
 FORMATS = ("megatron", "parquet")
 

@@ -1,13 +1,11 @@
 """Where a published output's files are, how to read their bytes, and what its metadata says.
 
 Separate from :mod:`mintdim_beam.reader.dataset` because ``verify``, ``report``, ``inspect``,
-``plan`` and the unit planner need these and not the sample reader: byte access to a
-local or remote path (a remote one imports ``apache_beam.io.filesystems`` lazily,
-inside the function that reads, so a local read never loads Beam), the paths of an
-index file (one file, or its parts when built with ``index_layout: parts``), and
-``manifest.json`` and ``length_field.json`` loaded and cross-checked into
-:class:`Metadata`. Pure numpy otherwise; the reader's names stay importable from
-:mod:`mintdim_beam.reader.dataset`.
+``plan`` and the unit planner need these and not the sample reader: bytes through the
+storage layer (:mod:`mintdim_beam.storage.files`, the build's own, which loads Beam
+only for a remote path), the paths of an index file (one file, or its parts when
+built with ``index_layout: parts``), and ``manifest.json`` and ``length_field.json``
+loaded and cross-checked into :class:`Metadata`. Pure numpy otherwise.
 """
 
 from __future__ import annotations
@@ -17,87 +15,21 @@ import itertools
 import json
 import os
 import posixpath
-import stat
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import numpy as np
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.format.record_checks import MANIFEST, ReaderError
+from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.format.names import MANIFEST
+from mintdim_beam.storage.files import SEQUENTIAL, exists, is_local, join, list_dir, open_local, open_read, read_bytes, size
 from mintdim_beam.format.shard_format import record_slots
+from mintdim_beam.format import names
+from mintdim_beam.format.names import FAILED_MARKER, LENGTH_FIELD, part_name
 
-LENGTH_FIELD = "length_field.json"
 
 _DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}
-
-
-# --------------------------------------------------------------------------- storage
-
-
-def is_local(path: str) -> bool:
-    return "://" not in path
-
-
-def join(base: str, *parts: str) -> str:
-    if is_local(base):
-        return os.path.join(base, *parts)
-    return posixpath.join(base.rstrip("/"), *parts)
-
-
-def _open_local(path: str):
-    """``open(path, "rb")`` of a regular file. Anything else in its place is an OSError
-    before it is opened: a FIFO or a device would block the read or never end it."""
-    mode = os.stat(path).st_mode         # FileNotFoundError, NotADirectoryError, a loop, ...
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, "not a regular file", path)
-    return open(path, "rb")
-
-
-def read_bytes(path: str) -> bytes:
-    """Whole file; remote paths go through Beam's ``FileSystems`` (imported here only).
-    A local path that is not a regular file is an OSError (never a blocking read)."""
-    if is_local(path):
-        with _open_local(path) as f:
-            return f.read()
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return f.read()
-
-
-def exists(path: str) -> bool:
-    if is_local(path):
-        return os.path.exists(path)
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.exists(path)
-
-
-def file_size(path: str) -> int:
-    if is_local(path):
-        return os.path.getsize(path)
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-
-
-def list_dir(path: str) -> list[str]:
-    """Names (not paths) of the entries directly inside ``path``; [] when absent."""
-    if is_local(path):
-        return sorted(os.listdir(path)) if os.path.isdir(path) else []
-    from apache_beam.io.filesystems import FileSystems
-
-    prefix = path.rstrip("/") + "/"
-    try:
-        found = FileSystems.match([prefix + "**"])[0].metadata_list
-    except Exception:
-        return []
-    names = {m.path[len(prefix):].split("/", 1)[0] for m in found if m.path.startswith(prefix)}
-    return sorted(n for n in names if n)
 
 
 def read_json(path: str):
@@ -159,8 +91,7 @@ def index_paths(path: str, name: str, manifest: Optional[dict] = None) -> list:
     if isinstance(found, dict) and found.get("layout") == "parts":
         count = (found.get("parts") or {}).get(name)
         if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
-            stem = name.rsplit(".", 1)[0]
-            return [join(path, stem, f"part-{k:05d}.jsonl") for k in range(count)]
+            return [join(path, *part_name(name, k).split("/")) for k in range(count)]
     return [join(path, name)]
 
 
@@ -205,7 +136,7 @@ def index_sizes(path: str, name: str, manifest: Optional[dict] = None) -> dict:
             if is_local(p):
                 found[p] = os.path.getsize(p) if os.path.isfile(p) else None
             else:
-                found[p] = file_size(p) if exists(p) else None
+                found[p] = size(p) if exists(p) else None
         return found
     from mintdim_beam.storage import files as storage
 
@@ -221,7 +152,7 @@ PREFETCH = 8
 def read_files(paths: list, dataset: Optional[str] = None) -> Iterator[tuple[str, Optional[bytes]]]:
     """``(path, bytes, or None when it is absent)`` of each file, in order. Remote files
     are fetched ``PREFETCH`` ahead on threads, one request each on ``s3://``
-    (``storage.read_bytes``); local ones are read as they come. A local file that is
+    (``files.read_bytes``); local ones are read as they come. A local file that is
     there but cannot be read is a `ReaderError` naming it (relative to ``dataset``
     when given)."""
     paths = list(paths)
@@ -238,11 +169,9 @@ def read_files(paths: list, dataset: Optional[str] = None) -> Iterator[tuple[str
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    from mintdim_beam.storage import files as storage
-
     def fetch(p):
         try:
-            return storage.read_bytes(p)
+            return read_bytes(p)
         except FileNotFoundError:
             return None
 
@@ -297,21 +226,18 @@ def index_pieces(path: str, name: str, manifest: Optional[dict] = None) -> Itera
 
 
 def file_pieces(path: str, size: int = 8 << 20, dataset: Optional[str] = None) -> Iterator[bytes]:
-    """A file's bytes, ``size`` at a time (remote paths through Beam's ``FileSystems``).
+    """A file's bytes, ``size`` at a time (through the storage layer).
     A local file that is there but cannot be read (FileNotFoundError aside) is a
     `ReaderError` naming it, relative to ``dataset`` when given."""
     if is_local(path):
         try:
-            f = _open_local(path)
+            f = open_local(path)
         except FileNotFoundError:
             raise
         except OSError as exc:    # its folder is a file, a directory in its place, ...
             raise unreadable(dataset, path, exc) from None
     else:
-        from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
-
-        f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        f = open_read(path, readahead=SEQUENTIAL)
     with f:
         while True:
             try:
@@ -370,7 +296,7 @@ class Metadata:
 
     def shard_path(self, unit: int, shard: int) -> str:
         """Path of a shard relative to the output directory (as in sample_index.jsonl)."""
-        return f"unit_{unit}/shard_{shard:06d}.bin"
+        return names.shard_path(unit, shard)
 
 
 def _section(manifest: dict, key: str, problems: list) -> dict:
@@ -386,7 +312,6 @@ def _section(manifest: dict, key: str, problems: list) -> dict:
 
 
 #: The marker a failed build leaves (in a unit directory, or beside the outputs).
-FAILURE_MARKER = "UNIT_BUILD_FAILED.md"
 
 
 def read_metadata(path: str) -> Metadata:
@@ -397,11 +322,11 @@ def read_metadata(path: str) -> Metadata:
     """
     manifest_path = join(path, MANIFEST)
     if not exists(manifest_path):
-        failed = [u for u in list_dir(path) if exists(join(path, u, "UNIT_BUILD_FAILED.md"))]
+        failed = [u for u in list_dir(path) if exists(join(path, u, FAILED_MARKER))]
         if failed:
             raise ReaderError("no_manifest_failed", path, unit=failed[0])
         raise ReaderError("no_manifest", path)
-    if exists(join(path, FAILURE_MARKER)):
+    if exists(join(path, FAILED_MARKER)):
         # A failure marker is written when a build fails and never published over, so
         # beside a manifest it means this directory is not one finished build.
         raise ReaderError("failure_marker", path)

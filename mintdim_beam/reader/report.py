@@ -30,6 +30,7 @@ from mintdim_beam.version import __version__
 from mintdim_beam.reader import dataset as rd
 from mintdim_beam.errors.read_errors import ReportError  # noqa: F401  (raised here; importable from here)
 from mintdim_beam.reader.unit_planner import LengthHistogram, fit, optimal_sizes
+from mintdim_beam.reader import output_files
 
 TOP_UNK_CHARS = 20
 TOP_DUPLICATE_GROUPS = 10
@@ -84,7 +85,7 @@ def gather(path: str) -> ReportData:
     data.max_declared = max(declared)
 
     def rows(name):
-        for _, row in rd.iter_index(path, name, manifest):
+        for _, row in output_files.iter_index(path, name, manifest):
             if isinstance(row, dict):
                 yield row
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+import operator
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
 from mintdim_beam.errors import messages as M
-from mintdim_beam.format.record_checks import SAMPLE_INDEX, ReaderError
+from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.format.names import SAMPLE_INDEX
+from mintdim_beam.format.names import SHARD_PATH
 
-SHARD_PATH = re.compile(r"^unit_(\d+)/shard_(\d+)\.bin$")
 
 
 class IndexProblem(NamedTuple):
@@ -374,3 +376,13 @@ def _row_problem(row) -> Optional[M.Text]:
     if not isinstance(row.get("empty_fields", []), list):
         return M.read_text("row_empty_fields")
     return None
+
+
+def as_int(value, what: str) -> int:
+    """``value`` as an int; TypeError for floats, strings and booleans (numpy ints pass)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None

@@ -24,10 +24,17 @@ import numpy as np
 
 from mintdim_beam.reader import dataset as rd
 from mintdim_beam.format.template import parse_template, render_value
-from mintdim_beam.reader.verify import LISTED_PER_CHECK, _Checker
+from mintdim_beam.reader.verify import LISTED_PER_CHECK, Checker
+from mintdim_beam.errors import read_errors
+from mintdim_beam.format import names
+from mintdim_beam.reader import output_files
+from mintdim_beam.reader import sample_index
+from mintdim_beam.format import inputs
+from mintdim_beam.storage.compressed import open_decompressed
+from mintdim_beam.storage import files as storage
 
 
-def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenizer: str, sample_rows: int) -> None:
+def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.SampleIndex, tokenizer: str, sample_rows: int) -> None:
     """Re-render and re-tokenize ``sample_rows`` rows from their sources (0 = all).
 
     Rows are matched to source lines by sample id, never by the ``source_file`` and
@@ -43,7 +50,7 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
     info = meta.manifest.get("tokenizer") or {}
     path = info.get("path") if tokenizer == "manifest" else tokenizer
     try:
-        tok = load_tokenizer(info.get("type"), path, rd.read_bytes(path))
+        tok = load_tokenizer(info.get("type"), path, storage.read_bytes(path))
     except Exception as exc:
         chk.problem(str(path), f"cannot load the tokenizer for re-tokenization: {str(exc).strip()}")
         return
@@ -59,7 +66,7 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
     truncated = set()
     claims = _LocationClaims(index)
     for name in ("overflow_index.jsonl", "bad_record_index.jsonl"):
-        for line, row in rd.iter_index(meta.path, name, meta.manifest):
+        for line, row in output_files.iter_index(meta.path, name, meta.manifest):
             if isinstance(row, dict) and isinstance(row.get("sample_id"), int):
                 claims.add(row["sample_id"], name, line, row.get("source_file"), row.get("source_line"))
                 if row.get("action") == "truncate":
@@ -71,8 +78,8 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
         return
     try:
         reader = rd.OutputReader(meta.path, index=index)
-    except rd.ReaderError as exc:   # e.g. two rows for one sample id (reported already)
-        chk.problem(rd.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
+    except read_errors.ReaderError as exc:   # e.g. two rows for one sample id (reported already)
+        chk.problem(names.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
         return
     for r in picks.tolist():
         sid = int(index.sample_id[r])
@@ -86,12 +93,12 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
             texts = [render_value(s.text, obj[s.text]) if s.is_field else s.text
                      for s in parse_template(templates[fi])]
         except Exception as exc:  # a source changed since the build
-            chk.problem(rd.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
+            chk.problem(names.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
                         line=int(index.row_line[r]))
             continue
         digest = hashlib.sha256("".join(texts).encode("utf-8")).hexdigest()
         if digest != index.hash(r):
-            chk.problem(rd.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
+            chk.problem(names.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
                                          f"{index.hash(r)}", line=int(index.row_line[r]))
         expected = [np.asarray(tok.encode(t), np.int64) for t in texts]
         written = _check_columns(chk, meta, index, r, where, expected, sid in truncated,
@@ -100,7 +107,7 @@ def retokenize(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, tokenize
             expected = _truncate(expected, written)
         try:
             sample = reader.sample_at_row(r)
-        except rd.ReaderError:
+        except read_errors.ReaderError:
             continue  # already reported by the shard and index checks
         got = [s.ids.astype(np.int64) for s in sample.segments]
         for j, (e, g) in enumerate(zip(expected, got)):
@@ -120,7 +127,7 @@ def _empty_fields(names, obj: dict):
     return tuple(name for name in names if render_value(name, obj[name]) == "")
 
 
-def _check_columns(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, r: int, where: str,
+def _check_columns(chk: Checker, meta: output_files.Metadata, index: sample_index.SampleIndex, r: int, where: str,
                    expected: list, truncated: bool, empty) -> int:
     """The row's columns that its source line decides, against what it says:
     ``token_count`` (the tokens written: all of them, or the largest unit's worth when
@@ -137,18 +144,18 @@ def _check_columns(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, r: i
     line = int(index.row_line[r])
     got = int(index.token_count[r])
     if got != written:
-        chk.problem(rd.SAMPLE_INDEX, f"{where}: token_count is {got}, the source gives {written} tokens"
+        chk.problem(names.SAMPLE_INDEX, f"{where}: token_count is {got}, the source gives {written} tokens"
                                      + (" (truncated)" if truncated else ""), line=line)
     got = int(index.unit[r])
     if unit is None:
-        chk.problem(rd.SAMPLE_INDEX, f"{where}: its {total} tokens fit no unit of {sizes}, yet it has a row",
+        chk.problem(names.SAMPLE_INDEX, f"{where}: its {total} tokens fit no unit of {sizes}, yet it has a row",
                     line=line)
     elif got != unit:
-        chk.problem(rd.SAMPLE_INDEX, f"{where}: unit_size is {got}, the source's {written} tokens go to unit {unit}",
+        chk.problem(names.SAMPLE_INDEX, f"{where}: unit_size is {got}, the source's {written} tokens go to unit {unit}",
                     line=line)
     listed = tuple(index.empty_fields.get(r, ()))
     if empty is not None and listed != empty:
-        chk.problem(rd.SAMPLE_INDEX, f"{where}: empty_fields is {list(listed)}, the source's empty fields are "
+        chk.problem(names.SAMPLE_INDEX, f"{where}: empty_fields is {list(listed)}, the source's empty fields are "
                                      f"{list(empty)}", line=line)
     return written
 
@@ -158,7 +165,7 @@ class _LocationClaims:
     alongside the sources (sample_index.jsonl from its columns, the two small indexes
     from their rows)."""
 
-    def __init__(self, index: rd.SampleIndex):
+    def __init__(self, index: sample_index.SampleIndex):
         self.index = index
         self.order = np.argsort(index.sample_id, kind="stable")
         self.pos = 0
@@ -174,7 +181,7 @@ class _LocationClaims:
             self.pos += 1          # ids below: asked before, or below every line (never)
         while self.pos < len(self.order) and ix.sample_id[self.order[self.pos]] == sid:
             r = int(self.order[self.pos])
-            yield rd.SAMPLE_INDEX, int(ix.row_line[r]), ix.files[int(ix.file[r])], int(ix.line[r])
+            yield names.SAMPLE_INDEX, int(ix.row_line[r]), ix.files[int(ix.file[r])], int(ix.line[r])
             self.pos += 1
         yield from self.side.pop(sid, ())
 
@@ -182,13 +189,13 @@ class _LocationClaims:
         """Claims about ids beyond the last one asked for."""
         ix = self.index
         for r in self.order[self.pos:].tolist():
-            yield int(ix.sample_id[r]), rd.SAMPLE_INDEX, int(ix.row_line[r])
+            yield int(ix.sample_id[r]), names.SAMPLE_INDEX, int(ix.row_line[r])
         for sid, claims in sorted(self.side.items()):
             for name, line, _, _ in claims:
                 yield sid, name, line
 
 
-def _lines_by_id(chk: _Checker, files: list, claims: _LocationClaims, wanted: set,
+def _lines_by_id(chk: Checker, files: list, claims: _LocationClaims, wanted: set,
                  built_from: dict) -> dict:
     """One pass over the sources: ``{sample id: (file index, line, text)}`` for the
     ``wanted`` ids, and a problem for every claim whose location is not its id's line,
@@ -223,14 +230,14 @@ def _lines_by_id(chk: _Checker, files: list, claims: _LocationClaims, wanted: se
             chk.problem(fname, f"cannot read the source file for re-tokenization: {exc}")
             return found            # the ids of the lines after it are unknown
     if wrong > LISTED_PER_CHECK:
-        chk.problem(rd.SAMPLE_INDEX, f"... and {wrong - LISTED_PER_CHECK} more rows name another source line "
+        chk.problem(names.SAMPLE_INDEX, f"... and {wrong - LISTED_PER_CHECK} more rows name another source line "
                                      f"than their sample id's")
     unmatched = list(claims.left())
     for s, name, at in unmatched[:LISTED_PER_CHECK]:
         chk.problem(name, f"sample {s} matches no source line: the sources hold {sid} non-blank lines "
                           f"(sample ids 0..{sid - 1})", line=at)
     if len(unmatched) > LISTED_PER_CHECK:
-        chk.problem(rd.SAMPLE_INDEX, f"... and {len(unmatched) - LISTED_PER_CHECK} more rows match no source line")
+        chk.problem(names.SAMPLE_INDEX, f"... and {len(unmatched) - LISTED_PER_CHECK} more rows match no source line")
     return found
 
 
@@ -243,32 +250,27 @@ def _truncate(segments: list, keep: int) -> list:
     return out
 
 
-_COMPRESSED = (".gz", ".bz2", ".zst", ".zstd", ".xz", ".lzma", ".deflate")
 
 
 def _plain(path: str) -> bool:
-    return rd.is_local(path) and not path.lower().endswith(_COMPRESSED)   # as Beam detects: any case
+    return storage.is_local(path) and not inputs.is_compressed(path)
 
 
 def _stored_sha256(path: str) -> str:
     """The sha256 of a compressed or remote file's stored bytes, as the build's
     fingerprint takes it."""
-    from mintdim_beam.storage.files import file_digest
-
-    return file_digest(path)[1]
+    return storage.file_digest(path)[1]
 
 
 def _source_lines(path: str, sha=None):
     """``(line number, bytes)`` of every line of a source file, as the build numbers them
     (split on ``\n``; a last line without one counts), read in chunks; a plain local
     file's bytes also go to ``sha``. A compressed or remote file is read through the
-    build's storage layer (which imports Beam)."""
+    build's storage layer."""
     if _plain(path):
         f = open(path, "rb")
     else:
-        from mintdim_beam.storage.files import open_decompressed
-
-        f = open_decompressed(path)
+        f = open_decompressed(path, inputs.compression(path))
     n, pending = 0, []
     with f:
         while True:

@@ -14,7 +14,10 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from mintdim_beam.reader.dataset import IGNORE_INDEX, OutputReader, ReaderError, _as_int
+from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.reader.sample_index import as_int
+
+IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
 
 
 def segment_mask(lengths: np.ndarray, sequence_template: Sequence[str], names: Iterable[str],
@@ -72,7 +75,7 @@ class CausalLMDataset:
     holds one unit. ``return_tensors="pt"`` imports torch (only then) and returns tensors.
     """
 
-    def __init__(self, reader: OutputReader, units: Optional[Sequence[int]] = None,
+    def __init__(self, reader, units: Optional[Sequence[int]] = None,
                  loss_segments: Optional[Sequence[str]] = None, shift: bool = True,
                  return_tensors: Optional[str] = None):
         if return_tensors not in (None, "np", "pt"):
@@ -112,7 +115,7 @@ class CausalLMDataset:
         return self.reader.index.sample_id[self._rows]
 
     def __getitem__(self, i: int) -> dict:
-        i = _as_int(i, "index")
+        i = as_int(i, "index")
         if not -len(self) <= i < len(self):
             raise IndexError(f"item {i} out of range for {len(self)} items")
         row = int(self._rows[i])

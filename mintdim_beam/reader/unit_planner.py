@@ -18,7 +18,7 @@ exactly:
 All of it is pure numpy and never starts a pipeline. The histogram of a job that has
 not been built yet needs the real tokenization: the launcher's
 ``length_histograms`` runs the build's own encoder over the input blocks
-(``transforms.CountTokenLengths``) and merges the counts with :func:`merge_counts`;
+(``transforms.CountTokenLengths``) and merges the counts with ``core.plan.merge_counts``;
 the ``plan`` command calls it.
 """
 
@@ -29,6 +29,11 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+from mintdim_beam.errors import read_errors
+from mintdim_beam.format import names
+from mintdim_beam.reader import output_files
+from mintdim_beam.reader import sample_index
+from mintdim_beam.storage import files
 
 
 @dataclass(frozen=True)
@@ -197,20 +202,19 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     ``overflow_index.jsonl``, and a skipped one (no sample row) is added from it.
     Returns the histogram and a note of what was read.
     """
-    from mintdim_beam.reader import dataset as reader
 
     if path.endswith(".jsonl"):
         index_path = path
-        base = os.path.dirname(path) if reader.is_local(path) else path.rsplit("/", 1)[0]
-        data = reader.read_bytes(index_path)
+        base = os.path.dirname(path) if files.is_local(path) else path.rsplit("/", 1)[0]
+        data = files.read_bytes(index_path)
     else:     # one file, or its parts (index_layout: parts)
-        base, index_path = path, reader.join(path, reader.SAMPLE_INDEX)
-        data = reader.read_index(path, reader.SAMPLE_INDEX)
-    index = reader.parse_sample_index(data)
+        base, index_path = path, files.join(path, names.SAMPLE_INDEX)
+        data = output_files.read_index(path, names.SAMPLE_INDEX)
+    index = sample_index.parse_sample_index(data)
     counts = dict(zip(*[x.tolist() for x in np.unique(index.token_count, return_counts=True)]))
     adjusted = {"truncate": 0, "skip": 0}
     written = None
-    for _, row in reader.iter_index(base, "overflow_index.jsonl"):
+    for _, row in output_files.iter_index(base, "overflow_index.jsonl"):
         if not isinstance(row, dict) or row.get("action") not in adjusted:
             continue
         if written is None:
@@ -222,22 +226,12 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
         counts[original] = counts.get(original, 0) + 1
         adjusted[row["action"]] += 1
     sizes = None
-    manifest_path = reader.join(base, reader.MANIFEST)
-    if reader.exists(manifest_path):
-        manifest = reader.read_json(manifest_path)
+    manifest_path = files.join(base, names.MANIFEST)
+    if files.exists(manifest_path):
+        manifest = output_files.read_json(manifest_path)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("units") or {}, dict):
-            raise reader.ReaderError("manifest_shape", file=manifest_path)
+            raise read_errors.ReaderError("manifest_shape", file=manifest_path)
         sizes = (manifest.get("units") or {}).get("sizes")
     info = {"source": index_path, "rows": len(index), "truncated_restored": adjusted["truncate"],
             "skipped_added": adjusted["skip"], "current_sizes": sizes}
     return LengthHistogram.from_counts(counts), info
-
-
-def merge_counts(values: Iterable[tuple]) -> tuple:
-    """Combiner: add ``({length: count}, bad_records)`` pairs (associative, commutative)."""
-    hist: dict = {}
-    bad = 0
-    for h, b in values:
-        hist = _add(hist, h)
-        bad += b
-    return hist, bad

@@ -30,15 +30,16 @@ import numpy as np
 
 from mintdim_beam.reader import dataset as rd
 from mintdim_beam.format.record_checks import parse_checksums
+from mintdim_beam.format.names import CHECKSUMS, INDEX_FILES, LENGTH_FIELD, SHARD_NAME, SUMMARY_FILES
+from mintdim_beam.errors import read_errors
+from mintdim_beam.format import names
+from mintdim_beam.reader import output_files
+from mintdim_beam.reader import sample_index
+from mintdim_beam.storage import files as storage
 
-INDEX_FILES = ("sample_index.jsonl", "duplicate_index.jsonl", "unk_index.jsonl",
-               "overflow_index.jsonl", "bad_record_index.jsonl")
-SUMMARY_FILES = ("stats.json", "histogram.json")
 LISTED_PER_CHECK = 10          # records listed per (shard, check) before counting the rest
 _CHUNK_SLOTS = 1 << 22         # slots scanned at once (8-16 MiB of shard)
-_SHARD_NAME = re.compile(r"^shard_(\d{6})\.bin$")
 _SHARD_PATH = re.compile(r"unit_\d+/shard_\d{6}\.bin")
-CHECKSUMS = rd.CHECKSUMS
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class _ShardScan:
 _MISSING_SHARD = _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-class _Checker:
+class Checker:
     def __init__(self, path: str):
         self.path = path
         self.report = VerifyReport(path)
@@ -124,18 +125,18 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
     ``"manifest"`` for the one the manifest names) enables the re-tokenization of
     ``sample_rows`` rows (0 = all). ``checksums`` compares every data file with the
     sha256 that ``SHA256SUMS`` records (and that file with the manifest)."""
-    chk = _Checker(path)
+    chk = Checker(path)
     try:
-        meta = rd.read_metadata(path)
-    except rd.ReaderError as exc:
-        chk.problem(rd.MANIFEST, exc.reason)
+        meta = output_files.read_metadata(path)
+    except read_errors.ReaderError as exc:
+        chk.problem(names.MANIFEST, exc.reason)
         return chk.report
     files = {}
     for name in SUMMARY_FILES:
         try:
-            files[name] = rd.read_json(rd.join(path, name))
-        except rd.ReaderError as exc:
-            chk.problem(name, exc.reason.replace(rd.join(path, name) + ": ", ""))
+            files[name] = output_files.read_json(storage.join(path, name))
+        except read_errors.ReaderError as exc:
+            chk.problem(name, exc.reason.replace(storage.join(path, name) + ": ", ""))
     for name, size in _index_file_sizes(meta, chk).items():
         if size is None and not _unreadable_index(chk, meta, name):
             chk.problem(name, "index file is missing")
@@ -146,13 +147,13 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
         _compare_checksums(chk, meta, scans, sums)
     index_problems: list = []
     try:
-        index = rd.parse_sample_index_pieces(rd.index_pieces(path, rd.SAMPLE_INDEX, meta.manifest), index_problems)
+        index = sample_index.parse_sample_index_pieces(output_files.index_pieces(path, names.SAMPLE_INDEX, meta.manifest), index_problems)
     except FileNotFoundError:
-        index = rd.parse_sample_index(b"")
-    except rd.ReaderError:     # a part that cannot be read: listed with the index files above
-        index = rd.parse_sample_index(b"")
+        index = sample_index.parse_sample_index(b"")
+    except read_errors.ReaderError:     # a part that cannot be read: listed with the index files above
+        index = sample_index.parse_sample_index(b"")
     for p in index_problems:
-        chk.problem(rd.SAMPLE_INDEX, p.message, line=p.line)
+        chk.problem(names.SAMPLE_INDEX, p.message, line=p.line)
     _check_sample_index(chk, meta, index, scans)
     counts = _check_side_indexes(chk, meta, index, scans)
     _check_summaries(chk, meta, scans, counts, files)
@@ -172,7 +173,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
 # --------------------------------------------------------------------------- shards
 
 
-def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
+def _scan_units(chk: Checker, meta: output_files.Metadata, hashed: bool = False) -> dict:
     """Scan every shard of every unit; ``{unit: [_ShardScan, ...]}`` indexed by shard number.
 
     The layout is judged from the files themselves (numbered from 0 without gaps, every
@@ -182,17 +183,17 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
     scans: dict = {}
     sps = meta.samples_per_shard
     files: dict = {}       # (st_dev, st_ino) -> shard path, on a local disk
-    on_disk = {name for name in rd.list_dir(meta.path) if name.startswith("unit_")}
+    on_disk = {name for name in storage.list_dir(meta.path) if name.startswith("unit_")}
     for name in sorted(on_disk - {f"unit_{u}" for u in meta.unit_sizes}):
         chk.problem(name, f"unit directory not in manifest units.sizes {list(meta.unit_sizes)}")
     for unit in meta.unit_sizes:
         udir = f"unit_{unit}"
-        names = rd.list_dir(rd.join(meta.path, udir))
+        names = storage.list_dir(storage.join(meta.path, udir))
         if "UNIT_BUILD_FAILED.md" in names:
             chk.problem(f"{udir}/UNIT_BUILD_FAILED.md", "failure marker present in a published unit")
         numbers = set()
         for n in names:
-            m = _SHARD_NAME.match(n)
+            m = SHARD_NAME.match(n)
             if m:
                 numbers.add(int(m.group(1)))
             elif n not in ("EMPTY_UNIT.md", "UNIT_BUILD_FAILED.md"):
@@ -202,7 +203,7 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
         elif numbers and "EMPTY_UNIT.md" in names:
             chk.problem(f"{udir}/EMPTY_UNIT.md", "empty-unit marker in a unit that has shards")
         count = max(numbers) + 1 if numbers else 0
-        if rd.is_local(meta.path):
+        if storage.is_local(meta.path):
             for rel, other in rd.same_files(meta.path, unit, [f"shard_{k:06d}.bin" for k in sorted(numbers)], files):
                 chk.problem(rel, f"is the same file as {other} (a link to it, or a hard link): each shard holds "
                                  f"records of its own")
@@ -213,8 +214,8 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
                 chk.problem(rel, "shard is missing (later shards of the unit exist)")
                 scans[unit].append(_MISSING_SHARD)
                 continue
-            full = rd.join(meta.path, *rel.split("/"))
-            if rd.is_local(full) and not os.path.isfile(full):   # a directory in its place
+            full = storage.join(meta.path, *rel.split("/"))
+            if storage.is_local(full) and not os.path.isfile(full):   # a directory in its place
                 chk.problem(rel, "not a regular file (a shard is a file of records)")
                 scans[unit].append(_MISSING_SHARD)
                 continue
@@ -229,12 +230,12 @@ def _scan_units(chk: _Checker, meta: rd.Metadata, hashed: bool = False) -> dict:
     return scans
 
 
-def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str, hashed: bool = False) -> _ShardScan:
+def _scan_shard(chk: Checker, meta: output_files.Metadata, unit: int, rel: str, hashed: bool = False) -> _ShardScan:
     """Check every record of one shard; with ``hashed``, the file's sha256 too, from the
     same reads (the records in order, then any incomplete tail)."""
-    full = rd.join(meta.path, *rel.split("/"))
-    data = rd.read_bytes(full) if not rd.is_local(full) else None
-    size = len(data) if data is not None else rd.file_size(full)
+    full = storage.join(meta.path, *rel.split("/"))
+    data = storage.read_bytes(full) if not storage.is_local(full) else None
+    size = len(data) if data is not None else storage.size(full)
     rb = meta.record_bytes(unit)
     complete = size // rb
     sha = hashlib.sha256() if hashed else None
@@ -244,7 +245,7 @@ def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str, hashed: b
                     record=complete)
     if complete == 0:
         if sha is not None:
-            sha.update(data if data is not None else rd.read_bytes(full))
+            sha.update(data if data is not None else storage.read_bytes(full))
         return _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64), sha and sha.hexdigest())
     slots = meta.slots(unit)
     if data is not None:
@@ -308,17 +309,17 @@ def _scan_shard(chk: _Checker, meta: rd.Metadata, unit: int, rel: str, hashed: b
 # --------------------------------------------------------------------------- checksums
 
 
-def _read_checksums(chk: _Checker, meta: rd.Metadata) -> Optional[dict]:
+def _read_checksums(chk: Checker, meta: output_files.Metadata) -> Optional[dict]:
     """``{path: sha256}`` from ``SHA256SUMS``, after checking that file against the
     sha256 the manifest records for it; None (and a problem) when there is none."""
     info = meta.manifest.get("checksums")
     if not isinstance(info, dict) or info.get("file") != CHECKSUMS or not isinstance(info.get("sha256"), str):
-        chk.problem(rd.MANIFEST, f"records no checksums ({{\"file\": \"{CHECKSUMS}\", \"sha256\": ...}}), so a "
+        chk.problem(names.MANIFEST, f"records no checksums ({{\"file\": \"{CHECKSUMS}\", \"sha256\": ...}}), so a "
                                  f"changed token cannot be found: rebuild the dataset with this version, or "
                                  f"pass --no-checksums to run the other checks only")
         return None
     try:
-        data = rd.read_bytes(rd.join(meta.path, CHECKSUMS))
+        data = storage.read_bytes(storage.join(meta.path, CHECKSUMS))
     except FileNotFoundError:
         chk.problem(CHECKSUMS, "file is missing (manifest.json records its sha256)")
         return None
@@ -332,14 +333,14 @@ def _read_checksums(chk: _Checker, meta: rd.Metadata) -> Optional[dict]:
     return sums
 
 
-def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict) -> None:
+def _compare_checksums(chk: Checker, meta: output_files.Metadata, scans: dict, sums: dict) -> None:
     """Every data file against its ``SHA256SUMS`` line, and every line against a file.
 
     Shards were hashed while they were scanned (one read); the index and summary files
     are read here. Only names a dataset holds are opened, never a path the listing
     makes up.
     """
-    data_files = {name: None for name in index_file_names(meta) + list(SUMMARY_FILES) + [rd.LENGTH_FIELD]}
+    data_files = {name: None for name in index_file_names(meta) + list(SUMMARY_FILES) + [LENGTH_FIELD]}
     for unit, shards in scans.items():
         for k, scan in enumerate(shards):
             if scan is not _MISSING_SHARD:
@@ -349,24 +350,24 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
         why = "does not exist" if _SHARD_PATH.fullmatch(name) else "is not a data file of a mintdim dataset"
         chk.problem(CHECKSUMS, f"lists {name}, which {why}")
     fetched: dict = {}
-    if not rd.is_local(meta.path):
+    if not storage.is_local(meta.path):
         # On an object store the index parts and summaries are fetched ahead, one
         # request each, rather than asked for one after another.
         names = [name for name, got in data_files.items() if got is None]
         fetched = {name: None if data is None else hashlib.sha256(data).hexdigest() for name, (_, data)
-                   in zip(names, rd.read_files([rd.join(meta.path, *n.split("/")) for n in names]))}
+                   in zip(names, output_files.read_files([storage.join(meta.path, *n.split("/")) for n in names]))}
     for name, got in data_files.items():
-        path = rd.join(meta.path, *name.split("/"))
+        path = storage.join(meta.path, *name.split("/"))
         if got is None and name in fetched:
             got = fetched[name]
             if got is None:
                 continue           # reported as missing already
         elif got is None:
-            if not rd.exists(path):
+            if not storage.exists(path):
                 continue           # reported as missing already
             try:
                 got = _file_sha256(path)
-            except (OSError, rd.ReaderError):
+            except (OSError, read_errors.ReaderError):
                 continue           # not a file (a directory in its place): reported already
         want = sums.get(name)
         if want is None:
@@ -377,14 +378,14 @@ def _compare_checksums(chk: _Checker, meta: rd.Metadata, scans: dict, sums: dict
     chk.report.checksummed = checked
 
 
-def index_file_names(meta: rd.Metadata) -> list:
+def index_file_names(meta: output_files.Metadata) -> list:
     """The index files of the dataset, relative to it: the five files, or with
     ``index_layout: parts`` each per-block index's parts (``sample_index/part-00000.jsonl``, ...)."""
-    base = len(rd.join(meta.path, ""))
-    return [p[base:].replace(os.sep, "/") for name in INDEX_FILES for p in rd.index_paths(meta.path, name, meta.manifest)]
+    base = len(storage.join(meta.path, ""))
+    return [p[base:].replace(os.sep, "/") for name in INDEX_FILES for p in output_files.index_paths(meta.path, name, meta.manifest)]
 
 
-def _index_file_sizes(meta: rd.Metadata, chk: Optional[_Checker] = None) -> dict:
+def _index_file_sizes(meta: output_files.Metadata, chk: Optional[Checker] = None) -> dict:
     """``{index file relative to the dataset: size, or None when absent}``, as
     :func:`index_file_names` orders them (one listing per parts folder remotely).
 
@@ -393,44 +394,43 @@ def _index_file_sizes(meta: rd.Metadata, chk: Optional[_Checker] = None) -> dict
     beside a single file. Nothing reads them, so they would pass unseen. The parts
     folders' listing is the one the sizes come from; the other two are looked for on
     a local disk only (on a store each would cost requests per index)."""
-    base = len(rd.join(meta.path, ""))
+    base = len(storage.join(meta.path, ""))
     rel = lambda p: p[base:].replace(os.sep, "/")   # noqa: E731
     sizes = {}
     for name in INDEX_FILES:
-        paths = rd.index_paths(meta.path, name, meta.manifest)
+        paths = output_files.index_paths(meta.path, name, meta.manifest)
         stem = name.rsplit(".", 1)[0]
-        parts = paths != [rd.join(meta.path, name)]
-        local = rd.is_local(meta.path)
+        parts = paths != [storage.join(meta.path, name)]
+        local = storage.is_local(meta.path)
         if parts and not local:
-            from mintdim_beam.storage import files as storage
 
             listed = storage.files_and_sizes(posixpath.dirname(paths[0]))
             found = {p: listed.get(p) for p in paths}
             extra = sorted(rel(p) for p in set(listed) - set(paths))
         else:
-            found = rd.index_sizes(meta.path, name, meta.manifest)
+            found = output_files.index_sizes(meta.path, name, meta.manifest)
             expected = {rel(p) for p in paths}
-            extra = [f"{stem}/{n}" for n in rd.list_dir(rd.join(meta.path, stem))
+            extra = [f"{stem}/{n}" for n in storage.list_dir(storage.join(meta.path, stem))
                      if f"{stem}/{n}" not in expected] if local else []
         sizes.update((rel(p), size) for p, size in found.items())
         if chk is None:
             continue
         for n in extra:
             chk.problem(n, f"not one of the {name} parts manifest.json counts")
-        if parts and local and os.path.lexists(rd.join(meta.path, name)):
+        if parts and local and os.path.lexists(storage.join(meta.path, name)):
             chk.problem(name, f"stray file: the manifest publishes this index as parts in {stem}/")
     return sizes
 
 
-def _unreadable_index(chk: _Checker, meta: rd.Metadata, name: str) -> bool:
+def _unreadable_index(chk: Checker, meta: output_files.Metadata, name: str) -> bool:
     """Whether index file ``name`` (relative), absent by its size, is there in some
     form on a local disk: a directory in its place, or its parts folder a file. Then
     it is listed as unreadable, with the system's words, rather than as missing."""
-    full = rd.join(meta.path, *name.split("/"))
-    if not rd.is_local(full):
+    full = storage.join(meta.path, *name.split("/"))
+    if not storage.is_local(full):
         return False
     folder = os.path.dirname(full)
-    if folder != rd.join(meta.path, "").rstrip(os.sep) and os.path.lexists(folder) and not os.path.isdir(folder):
+    if folder != storage.join(meta.path, "").rstrip(os.sep) and os.path.lexists(folder) and not os.path.isdir(folder):
         if not any(p.file == name.split("/")[0] for p in chk.report.problems):
             chk.problem(name.split("/")[0], "not a directory: manifest.json publishes this index as parts "
                                             "in this folder")
@@ -446,19 +446,19 @@ def _file_sha256(path: str) -> str:
     """A file's sha256, read 4 MiB at a time (a local path that is not a regular file
     is a ReaderError, never a blocking read)."""
     sha = hashlib.sha256()
-    if rd.is_local(path):
-        for chunk in rd.file_pieces(path, 1 << 22):
+    if storage.is_local(path):
+        for chunk in output_files.file_pieces(path, 1 << 22):
             sha.update(chunk)
     else:
-        sha.update(rd.read_bytes(path))
+        sha.update(storage.read_bytes(path))
     return sha.hexdigest()
 
 
 # --------------------------------------------------------------------------- sample index
 
 
-def _check_sample_index(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, scans: dict) -> None:
-    name = rd.SAMPLE_INDEX
+def _check_sample_index(chk: Checker, meta: output_files.Metadata, index: sample_index.SampleIndex, scans: dict) -> None:
+    name = names.SAMPLE_INDEX
     sps = meta.samples_per_shard
     ids = index.sample_id
     lines = index.row_line
@@ -514,7 +514,7 @@ def _check_sample_index(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
                            lambda r: f"{int(got[r])} sample_index.jsonl rows point to this record")
 
 
-def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex, scans: dict) -> dict:
+def _check_side_indexes(chk: Checker, meta: output_files.Metadata, index: sample_index.SampleIndex, scans: dict) -> dict:
     """Duplicate, UNK, overflow and bad-record indexes; returns their recounted figures."""
     row_of = dict(zip(index.sample_id.tolist(), range(len(index))))
     counts = {"duplicate_groups": 0, "duplicate_samples": 0, "samples_with_unk": 0, "unk_tokens": 0,
@@ -522,8 +522,8 @@ def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
 
     def rows(name, keyed=True):
         try:
-            for n, row in rd.iter_index(meta.path, name, meta.manifest):
-                if row is rd.BLANK_LINE:
+            for n, row in output_files.iter_index(meta.path, name, meta.manifest):
+                if row is output_files.BLANK_LINE:
                     chk.problem(name, "blank line: the build never writes one (a line was inserted or the file "
                                       "edited)", line=n)
                     continue
@@ -532,7 +532,7 @@ def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
                                 line=n)
                     continue
                 yield n, row
-        except rd.ReaderError:
+        except read_errors.ReaderError:
             return      # a file that cannot be read: listed with the index files
 
     last = -1
@@ -621,7 +621,7 @@ def _check_side_indexes(chk: _Checker, meta: rd.Metadata, index: rd.SampleIndex,
 # --------------------------------------------------------------------------- summaries
 
 
-def _check_summaries(chk: _Checker, meta: rd.Metadata, scans: dict, counts: dict, files: dict) -> None:
+def _check_summaries(chk: Checker, meta: output_files.Metadata, scans: dict, counts: dict, files: dict) -> None:
     samples = {u: sum(s.records for s in scans[u]) for u in meta.unit_sizes}
     tokens = {u: sum(int(s.totals.sum()) for s in scans[u]) for u in meta.unit_sizes}
     shards = {u: sum(1 for s in scans[u] if s.records) for u in meta.unit_sizes}
@@ -676,7 +676,7 @@ def _check_summaries(chk: _Checker, meta: rd.Metadata, scans: dict, counts: dict
                                        f"hold {unk_found} tokens with the unk id {meta.unk_id}")
 
 
-def _compare(chk: _Checker, file: str, key: str, got, want, source: str) -> None:
+def _compare(chk: Checker, file: str, key: str, got, want, source: str) -> None:
     if isinstance(want, dict):
         if not isinstance(got, dict):
             chk.problem(file, f"{key} is {got!r}, expected an object")

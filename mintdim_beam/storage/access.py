@@ -32,6 +32,7 @@ import threading
 from typing import Iterable, Optional
 
 from mintdim_beam.errors import StorageAccessError
+from mintdim_beam.storage import clients
 
 #: Seconds to open a connection, and to wait for an answer, per attempt.
 CONNECT_TIMEOUT = 5
@@ -194,12 +195,11 @@ def check_dataset(path: str, options=None) -> None:
     """
     if "://" not in path:
         return
-    from mintdim_beam.storage import files as storage
 
     if options is not None:
-        storage.configure(options)
+        clients.configure(options)
     else:
-        options = storage.configured_options()
+        options = clients.configured_options()
     if options is not None:
         check([path], options)
         return

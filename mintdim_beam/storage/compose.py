@@ -47,6 +47,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from mintdim_beam.storage import files as storage
+from mintdim_beam.storage import clients
 
 MIN_PART = 5 << 20            # S3: every part but the last is at least 5 MiB
 MAX_PART = 5 << 30            # ... and at most 5 GiB
@@ -68,11 +69,11 @@ def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS, 
     (default: :func:`storage.gcs_client`, from the job's options).
     """
     if path.startswith("gs://") and all(s.startswith(f"gs://{_split(path)[0]}/") for s in sources):
-        client = gcs if gcs is not None else storage.gcs_client()
+        client = gcs if gcs is not None else clients.gcs_client()
         if client is not None:   # else Beam's GCS support is not installed: stream
             return _gcs_concatenate(client, path, list(sources), sha, max_compose)
     if path.startswith("s3://") and sources and all(s.startswith("s3://") for s in sources):
-        sizes = _sizes(storage.s3_client(), list(sources))
+        sizes = _sizes(clients.s3_client(), list(sources))
         if any(part[0] == "copy" for part in plan_parts([sizes[s] for s in sources])):
             written = _s3_concatenate(path, list(sources), max_parts)
             if sha is not None:
@@ -101,7 +102,7 @@ def move(pairs: list) -> None:
             if storage.exists(src):
                 storage.rename(src, dst)
         return
-    client = storage.s3_client()
+    client = clients.s3_client()
     found = _listing(client, [src for src, _ in pairs])
     here = [(src, dst) for src, dst in pairs if src in found]
 
@@ -200,7 +201,7 @@ def plan_parts(sizes: list) -> list:
 
 
 def _s3_concatenate(path: str, sources: list, max_parts: int) -> int:
-    client = storage.s3_client()
+    client = clients.s3_client()
     found = _sizes(client, sources)
     sizes = [found[s] for s in sources]
     parts = plan_parts(sizes)

@@ -1,0 +1,117 @@
+"""Compressed inputs, decompressed as a stream that must reach its end mark.
+
+Which files are compressed is decided by name (``format.inputs.compression``); this
+module only reads them. A compressed stream can only be read from its start, so this
+is for sequential reads; :func:`mintdim_beam.storage.files.open_read` gives the stored
+bytes (for hashing and byte ranges).
+"""
+
+from __future__ import annotations
+
+from mintdim_beam.storage.files import SEQUENTIAL, open_read
+
+class CompressedDataError(ValueError):
+    """A compressed input is corrupt, or (``truncated``) ends before its compressed
+    stream does; ``detail``: the decompressor's own words, if any."""
+
+    def __init__(self, truncated: bool, detail: str = ""):
+        super().__init__("truncated" if truncated else f"corrupt ({detail})")
+        self.truncated, self.detail = truncated, detail
+
+
+def open_decompressed(path: str, kind: str):
+    """A file's content, decompressed as ``kind`` says (``format.inputs.compression``
+    of its name; ``"uncompressed"``: the file as it is)."""
+    if kind == "uncompressed":
+        return open_read(path, readahead=SEQUENTIAL)
+    return _Decompressed(open_read(path, readahead=SEQUENTIAL), kind)
+
+
+class _Decompressed:
+    """The decompressed bytes of a stored stream, read in order.
+
+    Beam's ``CompressedFile`` reads these formats too, but stops without a word where a
+    truncated file ends: a partly copied ``.gz`` would lose its tail and the build still
+    succeed. Here every compressed stream must reach its end mark, corrupt data is an
+    error, and concatenated streams (``cat a.gz b.gz``, multi-frame zstd) are read whole.
+    NUL bytes after a complete gzip member are padding (a tape-padded ``.gz``), skipped
+    as GNU gzip and Python's ``gzip`` skip them; any other trailing byte is corrupt data.
+    """
+
+    def __init__(self, raw, kind: str, chunk_size: int = 1 << 20):
+        self._raw, self._kind, self._chunk = raw, kind, chunk_size
+        self._out = bytearray()
+        self._decoder = None
+        self._pending = b""      # compressed bytes after a finished stream: the next one
+        self._done = False
+        self._error = None
+        self._members = 0        # complete streams read
+
+    def _new_decoder(self):
+        import bz2
+        import lzma
+        import zlib
+
+        kind = self._kind
+        if kind == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if kind == "deflate":
+            return zlib.decompressobj()
+        if kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        if kind == "lzma":
+            return lzma.LZMADecompressor()     # .xz and the older .lzma format alike
+        if kind == "zstd":
+            import zstandard
+
+            # The window Beam allows too: frames written with --long need more than the default.
+            return zstandard.ZstdDecompressor(max_window_size=1 << 31).decompressobj()
+        raise ValueError(f"unsupported compression {kind!r}")
+
+    def _fill(self) -> None:
+        if self._pending:
+            data, self._pending = self._pending, b""
+        else:
+            data = self._raw.read(self._chunk)
+        if not data:
+            if self._decoder is not None:
+                raise CompressedDataError(truncated=True)
+            self._done = True
+            return
+        if self._decoder is None and self._members and self._kind == "gzip":
+            data = data.lstrip(b"\x00")   # padding after a member, as Python's gzip reads it
+            if not data:
+                return
+        if self._decoder is None:
+            self._decoder = self._new_decoder()
+        try:
+            self._out += self._decoder.decompress(data)
+        except Exception as exc:   # zlib.error, OSError (bz2), LZMAError, ZstdError: all say "corrupt"
+            raise CompressedDataError(truncated=False, detail=str(exc)) from None
+        if self._decoder.eof:
+            self._pending, self._decoder = self._decoder.unused_data, None
+            self._members += 1
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._done and (size < 0 or len(self._out) < size):
+            if self._error is not None:
+                if self._out:
+                    break
+                raise self._error
+            try:
+                self._fill()
+            except CompressedDataError as exc:
+                self._error = exc   # the bytes decompressed before it are read first
+        size = len(self._out) if size < 0 else min(size, len(self._out))
+        data = bytes(self._out[:size])
+        del self._out[:size]
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
