@@ -198,3 +198,62 @@ def test_a_shared_unk_part_is_pickled_once():
 ])
 def test_integer_texts_are_what_str_writes(values):
     assert indexes._ints_text(np.asarray(values, np.int64)).to_pylist() == [str(v) for v in values]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_a_spilled_block_result_reads_back_as_written(share):
+    """Spilled metadata is data (``spill_meta``), never a pickle: the rows written from
+    what is read back are the rows of the block itself, and a shared UNK part is
+    written once."""
+    from mintdim_beam.core import spill_meta
+
+    rng = random.Random(5)
+    meta, plan = _block(rng, 300, TRICKY + ["x"] * 5, 60)
+    moved = {s for s in set(meta.unk.sample.tolist()) if rng.random() < share}
+    meta = BlockResult(**{**meta.__dict__, "unk": _rendered(meta.unk, moved)})
+    meta.empty_fields.update({3: ["input"], 7: ["input", "output"]})
+    meta.bad.update({5: ("SourceParseError", "not valid JSON")})
+    data = spill_meta.encode(meta)
+    back = spill_meta.decode(data)
+    source = "data/in.jsonl"
+    want = indexes.block_index_rows(meta, plan, source, 8, 16)
+    got = indexes.block_index_rows(back, plan, source, 8, 16)
+    assert {k: bytes(v) for k, v in got.items() if k != "stats"} == {k: bytes(v) for k, v in want.items() if k != "stats"}
+    assert got["stats"] == want["stats"]
+    assert back.empty_fields == meta.empty_fields and back.bad == meta.bad and back.n_lines == meta.n_lines
+    for name in ("local_line", "status", "token_count", "orig_count", "unit", "digests"):
+        assert np.array_equal(getattr(back, name), getattr(meta, name)) and getattr(back, name).dtype == getattr(meta, name).dtype
+    assert back.unk.row_parts() == meta.unk.row_parts()
+    part = unk_part(np.arange(400), np.zeros(400, np.int64), ["ệ"] * 400)
+    shared = BlockResult(unk=UnkTable(rendered_sample=np.arange(1000), rendered_count=np.full(1000, 400),
+                                      rendered_text=[part] * 1000))
+    assert len(spill_meta.encode(shared)) < 2 * len(part.encode()) + 8000
+
+
+def test_a_crafted_spill_is_refused_and_runs_nothing(tmp_path):
+    """A pickle (which would run code when loaded) or damaged bytes in place of a
+    block's metadata are a ValueError, never unpickled."""
+    from mintdim_beam.core import spill_meta
+
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    good = spill_meta.encode(BlockResult(n_lines=3, status=np.zeros(2, np.int8), local_line=np.arange(2),
+                                         token_count=np.ones(2, np.int64), orig_count=np.ones(2, np.int64),
+                                         unit=np.full(2, 8), digests=np.zeros((2, 32), np.uint8)))
+    header_end = len(spill_meta.MAGIC) + 8 + int.from_bytes(good[len(spill_meta.MAGIC):len(spill_meta.MAGIC) + 8], "little")
+    crafted = [
+        pickle.dumps(Boom()),
+        good[:len(good) - 9],                                            # an array cut short
+        good.replace(b'"<i8"', b'"|O"', 1),                              # object dtype
+        good[:len(spill_meta.MAGIC)] + (10 ** 9).to_bytes(8, "little") + good[len(spill_meta.MAGIC) + 8:],
+        good[:header_end].replace(b'"n_lines"', b'"n_linez"') + good[header_end:],
+    ]
+    for data in crafted:
+        with pytest.raises(ValueError):
+            spill_meta.decode(data)
+    assert not marker.exists()
+    assert spill_meta.decode(good).n_lines == 3

@@ -12,8 +12,8 @@ small files, whose blocks spill into one file or a few (:class:`SpillBuffer`).
 
 from __future__ import annotations
 
+import hashlib
 import dataclasses
-import pickle
 from collections import deque
 from dataclasses import dataclass
 from typing import Optional
@@ -32,6 +32,7 @@ from mintdim_beam import errors
 from mintdim_beam.beam import layout
 from mintdim_beam.beam import options
 from mintdim_beam.storage import files as storage
+from mintdim_beam.core import spill_meta
 from mintdim_beam.core.block_result import BAD, OK, OVF_TRUNCATE, BlockResult, Figures, spill_header, split_result
 from mintdim_beam.core.config import BuildConfig, OutputSpec
 from mintdim_beam.core.plan import BlockRef, BlockSummary, EncodeGroup, OverflowSample
@@ -382,7 +383,8 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
         token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,
         digests=result.digests, empty_fields=result.empty_fields, unk=result.unk, bad=result.bad,
     )
-    sections["meta"] = [pickle.dumps(meta, protocol=5)]
+    meta_bytes = spill_meta.encode(meta)
+    sections["meta"] = [meta_bytes]
     first_error = None
     if result.first_error is not None:
         sample, line, err = result.first_error
@@ -394,7 +396,8 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
         sections["hashes"] = [np.int64(len(bounds)).astype("<i8").tobytes(), bounds.tobytes(),
                               storage.byte_view(hashes)]
     summary = BlockSummary(ref.file, ref.block, result.n_lines, result.n_samples, unit_counts, unit_tokens,
-                           overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0)
+                           overflow, len(result.bad), over, first_error, duplicate_tasks if len(hashes) else 0,
+                           meta_sha256=hashlib.sha256(meta_bytes).hexdigest())
     return BlockSpill(ref, sections, summary, figures, sum(len(c) for chunks in sections.values() for c in chunks))
 
 

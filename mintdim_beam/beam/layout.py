@@ -10,6 +10,8 @@ the output's claim (``claims.py``): two builds that both think they own a direct
 
 from __future__ import annotations
 
+import os
+
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import SPILL_SUFFIX
 from mintdim_beam.format import names
@@ -25,6 +27,17 @@ def staging_root(out_path: str) -> str:
 def staging_dir(out) -> str:
     """This build's staging area; ``out`` is an ``OutputSpec`` (its path and run id)."""
     return storage.join(out.path, STAGING, out.run_id)
+
+
+def make_staging(out) -> None:
+    """Create this build's staging area before anything is written to it: locally
+    private to this user (mode 0700, the staging root too), since what is staged is
+    read back and published. Object stores have no such modes: there the bucket's
+    own permissions keep others out."""
+    if storage.is_local(out.path):
+        os.makedirs(staging_dir(out), mode=0o700, exist_ok=True)
+        for directory in (staging_root(out.path), staging_dir(out)):
+            os.chmod(directory, 0o700)
 
 
 def spills_dir(out) -> str:

@@ -105,8 +105,10 @@ def _remove_markers(out: OutputSpec) -> None:
 
 
 def mark_started(config: BuildConfig, build_info: dict) -> None:
-    """Before the build: every declared unit says "not finalized" until publish."""
+    """Before the build: every declared unit says "not finalized" until publish, and
+    the staging area exists, private to this build's user (``layout.make_staging``)."""
     for out in config.outputs:
+        layout.make_staging(out)
         _write_markers(out, _started_text(build_info))
 
 

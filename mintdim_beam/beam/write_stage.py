@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import pickle
 from typing import Optional
 
 import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 
-from mintdim_beam.core import indexes
+from mintdim_beam.core import indexes, spill_meta
 from mintdim_beam.tokenization.unk_rows import json_string
 from mintdim_beam.beam import layout
 from mintdim_beam.storage import files as storage
@@ -85,7 +84,11 @@ def write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
         for bp in plans:
             f = spills.open(*spill_key(bp))
             f.seek(bp.meta[0])
-            metas.append((pickle.loads(f.read(bp.meta[1])), bp, config.files[bp.file].path))
+            data = f.read(bp.meta[1])
+            if hashlib.sha256(data).hexdigest() != bp.meta_sha256:
+                raise ValueError(f"{layout.block_spill(out, *spill_key(bp))}: the block's metadata is not what "
+                                 "the encoder wrote; the staging area was changed by something other than this build")
+            metas.append((spill_meta.decode(data), bp, config.files[bp.file].path))
     rows = indexes.run_index_rows(metas, max(out.sizes), out.samples_per_shard)
     with_unk, unk_tokens = rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"]
     sums = []

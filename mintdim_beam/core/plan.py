@@ -81,6 +81,9 @@ class BlockSummary:
     # (file, block) naming the spill file that holds those sections: the first block of
     # the block's encode group (``blocks.group_blocks``); None: the block's own.
     spill: Optional[tuple] = None
+    # sha256 of the block's "meta" section as the encoder wrote it: the write stage reads
+    # the section back only if it still has these bytes (``spill_meta``).
+    meta_sha256: str = ""
 
 
 def spill_key(item) -> tuple:
@@ -147,7 +150,8 @@ class BlockPlan:
     line_offset: int
     unit_rank: dict                       # declared unit -> rank of the block's first record
     extend: dict = field(default_factory=dict)   # local sample -> (unit, rank)
-    meta: tuple = (0, 0)                  # (offset, length) of the pickled result in the spill
+    meta: tuple = (0, 0)                  # (offset, length) of the result (``spill_meta``) in the spill
+    meta_sha256: str = ""                 # its sha256, as the encoder reported it
     samples: int = 0                      # samples the block read
     spill: Optional[tuple] = None         # (file, block) of its spill file (``spill_key``)
 
@@ -230,7 +234,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
         for s in ordered:
             plan = BlockPlan(s.file, s.block, out.index, sample_offset, line_offsets[(s.file, s.block)],
                              dict(unit_rank), meta=tuple(s.sections.get("meta", (0, 0))), samples=s.n_samples,
-                             spill=s.spill)
+                             spill=s.spill, meta_sha256=s.meta_sha256)
             for u, c in s.unit_counts.items():
                 unit_rank[u] += c
                 unit_tokens[u] += s.unit_tokens[u]

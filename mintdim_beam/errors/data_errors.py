@@ -252,7 +252,7 @@ class OutputValidationError(MintDimError):
     """The output directory already holds files; MintDim never writes over earlier output.
 
     ``unusable(directory, reason, detail)``: the directory cannot be an output at all
-    (``reason``: ``dangling_link``, ``not_directory``, ``not_writable``, ``inside_staging``, or for a versioned root
+    (``reason``: ``dangling_link``, ``not_directory``, ``not_writable``, ``shared_writable``, ``inside_staging``, or for a versioned root
     ``latest_not_file`` and ``dataset_as_root``).
     """
 

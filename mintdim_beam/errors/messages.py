@@ -487,6 +487,12 @@ OUTPUT_UNUSABLE_REASONS = {
         Text("choose a directory you can write, or fix its permissions.",
              "hãy chọn thư mục có quyền ghi, hoặc sửa quyền của thư mục."),
     ),
+    "shared_writable": (
+        Text("another user can write it, and could swap the build's staged files: {detail}",
+             "người dùng khác có quyền ghi vào đó và có thể tráo các file staging của bản build: {detail}"),
+        Text("build into a directory only you can write (chmod go-w, or a new directory of your own).",
+             "hãy build vào thư mục chỉ bạn có quyền ghi (chmod go-w, hoặc một thư mục mới của riêng bạn)."),
+    ),
     "inside_staging": (
         Text("it lies inside a build's staging folder {detail}, which that build removes once it publishes",
              "đường dẫn nằm trong thư mục staging {detail} của một bản build, thư mục này bị xoá khi build publish"),

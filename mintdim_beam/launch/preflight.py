@@ -235,6 +235,26 @@ def _check_output_usable(path: str) -> None:
         raise errors.OutputValidationError.unusable(path, "not_directory", existing)
     if not os.access(existing, os.W_OK | os.X_OK):
         raise errors.OutputValidationError.unusable(path, "not_writable", f"{existing} is not writable")
+    _check_private(path, existing)
+
+
+def _check_private(path: str, existing: str) -> None:
+    """Refuse a local output that another user can change under the build: the
+    directory itself (or, for a new one, the folder it is created in) writable by
+    group or others, or owned by another user. A sticky folder such as ``/tmp`` is
+    fine for a new output: nobody else can rename or remove what this build creates
+    there. What the build reads back from staging is never code (``spill_meta``), and
+    its metadata is checked against digests; this keeps its records out of reach too."""
+    st = os.stat(existing)
+    mine = st.st_uid == os.getuid()
+    shared = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if os.path.abspath(existing) == os.path.abspath(path):      # the output directory itself
+        if not mine or shared:
+            raise errors.OutputValidationError.unusable(
+                path, "shared_writable", f"{existing} (mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid})")
+    elif shared and not st.st_mode & stat.S_ISVTX:
+        raise errors.OutputValidationError.unusable(
+            path, "shared_writable", f"{existing} (mode {stat.S_IMODE(st.st_mode):04o}, not sticky)")
 
 
 def _check_empty(path: str) -> None:

@@ -1,0 +1,131 @@
+"""A spilled block's result as data: a JSON header and raw little-endian arrays.
+
+The encode stage spills each block's :class:`~mintdim_beam.core.block_result.BlockResult`
+(sample status, token counts, units, digests, empty fields, bad records, the UNK
+audit's columns) to the staging area, and the write stage reads it back to write the
+index rows. Staging is storage that someone else may be able to write (a shared
+scratch folder, a bucket prefix), so what is read back must never be able to run
+code: no pickle. The format is
+
+    b"MDMETA1\\n" | u64 header length | header (UTF-8 JSON) | arrays
+
+where the header holds the plain values (line count, empty fields, bad records, the
+rendered UNK parts) and, for each array, its name, dtype (one of a fixed few), shape
+and byte offset. :func:`decode` accepts nothing else: an unknown dtype, an array that
+runs past the end, a shape that disagrees with its bytes, or a column of the wrong
+length is a ``ValueError``. The write stage also compares the section's sha256 with
+the one the encoder reported through the pipeline (``BlockSummary.meta_sha256``), so
+a swapped file is refused rather than read.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from mintdim_beam.core.block_result import BlockResult
+from mintdim_beam.tokenization.unk_rows import CharColumn, UnkTable
+
+MAGIC = b"MDMETA1\n"
+_ALIGN = 8
+#: The only dtypes a spilled array may have.
+_DTYPES = {np.dtype(t).str: np.dtype(t) for t in ("<i1", "<i2", "<i4", "<i8", "|u1", "<u4")}
+_RESULT_ARRAYS = ("local_line", "status", "token_count", "orig_count", "unit", "digests")
+_UNK_INTS = ("sample", "position", "segment", "rendered_sample", "rendered_count")
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Integers in the smallest of int8 ... int64 that holds them (UNK columns are most
+    of a block's metadata on a script the tokenizer cannot spell)."""
+    values = np.asarray(values)
+    if not len(values):
+        return values.astype("<i8")
+    lo, hi = int(values.min()), int(values.max())
+    for dtype in ("<i1", "<i2", "<i4"):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return values.astype(dtype)
+    return values.astype("<i8")
+
+
+def encode(meta: BlockResult) -> bytes:
+    """The bytes of a block's result (the fields a spill holds; records and overflow
+    tokens travel in their own sections)."""
+    unk = meta.unk
+    arrays = {name: np.ascontiguousarray(getattr(meta, name)) for name in _RESULT_ARRAYS}
+    arrays.update({f"unk.{name}": _narrow(getattr(unk, name)) for name in _UNK_INTS})
+    arrays["unk.char_codes"] = np.ascontiguousarray(unk.chars.codes, "<u4")
+    arrays["unk.char_ends"] = _narrow(unk.chars.ends)
+    # A repeat's UNK part is one string shared by every occurrence: written once.
+    strings, index = {}, []
+    for text in unk.rendered_text:
+        index.append(strings.setdefault(text, len(strings)))
+    arrays["unk.rendered_index"] = _narrow(np.asarray(index, np.int64))
+    listing, chunks, at = [], [], 0
+    for name, array in arrays.items():
+        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        data = array.tobytes()
+        listing.append([name, array.dtype.str, list(array.shape), at])
+        pad = -len(data) % _ALIGN
+        chunks.append(data + b"\0" * pad)
+        at += len(data) + pad
+    header = json.dumps({
+        "n_lines": int(meta.n_lines),
+        "arrays": listing,
+        "empty_fields": [[int(s), list(names)] for s, names in meta.empty_fields.items()],
+        "bad": [[int(s), str(kind), str(reason)] for s, (kind, reason) in meta.bad.items()],
+        "rendered_strings": list(strings),
+    }, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return b"".join([MAGIC, len(header).to_bytes(8, "little"), header] + chunks)
+
+
+def _shared_strings(strings: list, index: np.ndarray) -> list:
+    strings = [str(t) for t in strings]
+    if len(index) and (int(index.min()) < 0 or int(index.max()) >= len(strings)):
+        raise ValueError("spilled block result: a rendered UNK part out of range")
+    return [strings[i] for i in index.tolist()]
+
+
+def decode(data: bytes) -> BlockResult:
+    """A block's result from :func:`encode`'s bytes; ``ValueError`` for anything else."""
+    data = memoryview(data)
+    if bytes(data[:len(MAGIC)]) != MAGIC or len(data) < len(MAGIC) + 8:
+        raise ValueError("not a spilled block result")
+    start = len(MAGIC) + 8
+    size = int.from_bytes(data[len(MAGIC):start], "little")
+    if size > len(data) - start:
+        raise ValueError("spilled block result: header cut short")
+    try:
+        header = json.loads(bytes(data[start:start + size]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("spilled block result: header is not JSON") from None
+    body = data[start + size:]
+    arrays = {}
+    try:
+        for name, dtype, shape, offset in header["arrays"]:
+            kind = _DTYPES.get(dtype)
+            if kind is None or not all(isinstance(n, int) and n >= 0 for n in shape) or not isinstance(offset, int):
+                raise ValueError(f"spilled block result: array {name!r} of type {dtype!r}")
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            end = offset + count * kind.itemsize
+            if offset < 0 or end > len(body):
+                raise ValueError(f"spilled block result: array {name!r} runs past the end")
+            arrays[name] = np.frombuffer(body, kind, count, offset).reshape(shape).astype(kind.newbyteorder("="))
+        n_samples = len(arrays["status"])
+        if any(len(arrays[name]) != n_samples for name in _RESULT_ARRAYS):
+            raise ValueError("spilled block result: columns of different lengths")
+        unk = UnkTable(*(arrays[f"unk.{name}"].astype(np.int64) for name in _UNK_INTS[:3]),
+                       CharColumn(arrays["unk.char_codes"].astype(np.uint32), arrays["unk.char_ends"].astype(np.int64)),
+                       arrays["unk.rendered_sample"].astype(np.int64), arrays["unk.rendered_count"].astype(np.int64),
+                       _shared_strings(header["rendered_strings"], arrays["unk.rendered_index"]))
+        return BlockResult(
+            n_lines=int(header["n_lines"]),
+            local_line=arrays["local_line"], status=arrays["status"], token_count=arrays["token_count"],
+            orig_count=arrays["orig_count"], unit=arrays["unit"], digests=arrays["digests"],
+            empty_fields={int(s): [str(n) for n in names] for s, names in header["empty_fields"]},
+            unk=unk,
+            bad={int(s): (str(kind), str(reason)) for s, kind, reason in header["bad"]},
+        )
+    except (KeyError, TypeError):
+        raise ValueError("spilled block result: header lacks a field") from None
