@@ -162,7 +162,7 @@ class EncodeBlockFn(StorageDoFn):
         stream = line_blocks.read_stream_blocks(path, inputs.compression(path), self._config.block_size, decode=False)
         try:
             first, second = next(stream, None), next(stream, None)
-        except CompressedDataError:
+        except (CompressedDataError, line_blocks.LineTooLongError):
             return None, None
         finally:
             stream.close()
@@ -195,7 +195,7 @@ class EncodeBlockFn(StorageDoFn):
             while True:   # one block ahead, to know the last one
                 try:
                     following = next(stream, None)
-                except CompressedDataError as exc:
+                except (CompressedDataError, line_blocks.LineTooLongError) as exc:
                     following, broken = None, exc
                 if held is not None:
                     start, end, lines = held
@@ -210,12 +210,22 @@ class EncodeBlockFn(StorageDoFn):
                 # Corrupt or truncated: one more block, of no line, holds the error, so
                 # the plan numbers it after every whole line before it. Fatal whatever
                 # the bad-record policy (the rest of the file cannot be read).
-                err = errors.SourceParseError.bad_compressed(spec.path, 1, inputs.compression(spec.path),
-                                                             broken.truncated, broken.detail)
+                if isinstance(broken, line_blocks.LineTooLongError):
+                    err = _line_too_long(spec.path)
+                else:
+                    err = errors.SourceParseError.bad_compressed(spec.path, 1, inputs.compression(spec.path),
+                                                                 broken.truncated, broken.detail)
                 yield BlockSummary(ref.file, b, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
             return
         self._completes[(ref.file, ref.block)] = ref.end - ref.start
-        lines, _ = line_blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+        try:
+            lines, _ = line_blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
+        except line_blocks.LineTooLongError as exc:
+            # Fatal whatever the bad-record policy: the line cannot be held to be read.
+            err = _line_too_long(spec.path)
+            yield BlockSummary(ref.file, ref.block, exc.lines_before, 0, {}, {}, (), 0, 0,
+                               (0, exc.lines_before, err.to_dict()))
+            return
         found = inputs.looks_compressed(lines[0]) if ref.start == 0 and lines else None
         if found is not None:
             err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
@@ -299,6 +309,12 @@ class _Joined:
     @property
     def block(self) -> int:
         return self.refs[0].block
+
+
+def _line_too_long(path: str) -> errors.SourceParseError:
+    """The spec's error for a line above ``line_blocks.MAX_LINE_BYTES`` (its number is
+    set by the plan, from the lines before it)."""
+    return errors.SourceParseError(path, 1, f"line longer than {line_blocks.MAX_LINE_BYTES} bytes")
 
 
 @dataclass

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from mintdim_beam.storage.files import SEQUENTIAL, open_read
 
+#: Compressed bytes given to a zstd decoder at once: zstd can expand a byte to about
+#: 32 KiB, so 4 KiB bound one call's output to about 128 MiB.
+_ZSTD_INPUT = 4096
+
 class CompressedDataError(ValueError):
     """A compressed input is corrupt, or (``truncated``) ends before its compressed
     stream does; ``detail``: the decompressor's own words, if any."""
@@ -69,27 +73,47 @@ class _Decompressed:
         raise ValueError(f"unsupported compression {kind!r}")
 
     def _fill(self) -> None:
-        if self._pending:
-            data, self._pending = self._pending, b""
-        else:
-            data = self._raw.read(self._chunk)
-        if not data:
-            if self._decoder is not None:
-                raise CompressedDataError(truncated=True)
-            self._done = True
-            return
-        if self._decoder is None and self._members and self._kind == "gzip":
-            data = data.lstrip(b"\x00")   # padding after a member, as Python's gzip reads it
-            if not data:
-                return
-        if self._decoder is None:
-            self._decoder = self._new_decoder()
+        """Decompress about one chunk more. The output of one call is bounded
+        (``max_length``; zstd, which has none, is fed a little input at a time), so a
+        small file that expands to gigabytes is read as it is asked for, never held."""
+        decoder = self._decoder
         try:
-            self._out += self._decoder.decompress(data)
+            if decoder is not None and self._kind in ("bzip2", "lzma") and not decoder.needs_input:
+                self._out += decoder.decompress(b"", self._chunk)     # output held back by the bound
+                self._end_member()
+                return
+            if self._pending:
+                data, self._pending = self._pending, b""
+            else:
+                data = self._raw.read(self._chunk)
+            if not data:
+                if decoder is not None:
+                    raise CompressedDataError(truncated=True)
+                self._done = True
+                return
+            if decoder is None and self._members and self._kind == "gzip":
+                data = data.lstrip(b"\x00")   # padding after a member, as Python's gzip reads it
+                if not data:
+                    return
+            if decoder is None:
+                decoder = self._decoder = self._new_decoder()
+            if self._kind == "zstd":
+                self._out += decoder.decompress(data[:_ZSTD_INPUT])
+                self._pending = data[_ZSTD_INPUT:]
+            else:
+                self._out += decoder.decompress(data, self._chunk)
+                self._pending = getattr(decoder, "unconsumed_tail", b"")   # zlib: input not taken yet
+        except CompressedDataError:
+            raise
         except Exception as exc:   # zlib.error, OSError (bz2), LZMAError, ZstdError: all say "corrupt"
             raise CompressedDataError(truncated=False, detail=str(exc)) from None
+        self._end_member()
+
+    def _end_member(self) -> None:
+        """After a stream's end mark: what follows it is the next stream (or padding)."""
         if self._decoder.eof:
-            self._pending, self._decoder = self._decoder.unused_data, None
+            self._pending = self._decoder.unused_data + self._pending
+            self._decoder = None
             self._members += 1
 
     def read(self, size: int = -1) -> bytes:

@@ -15,6 +15,22 @@ from mintdim_beam.storage.files import open_read
 
 _READ_AHEAD = 1 << 16
 
+#: The longest line a build reads, in bytes (its newline aside), the same on every
+#: runner. A longer one stops the build (``LineTooLongError``, reported as the spec's
+#: ``SourceParseError`` naming file and line): a line is held whole while it is
+#: parsed, and a line without end (a decompression bomb of one character) would
+#: otherwise be held until the worker runs out of memory.
+MAX_LINE_BYTES = 1 << 30
+
+
+class LineTooLongError(ValueError):
+    """A line longer than ``MAX_LINE_BYTES``; ``lines_before``: the whole lines before
+    it in what was being read (the block, or the stream from its start)."""
+
+    def __init__(self, lines_before: int):
+        super().__init__(f"a line longer than {MAX_LINE_BYTES} bytes")
+        self.lines_before = lines_before
+
 
 def busy_blocks(files: list, block_size: int, enough: int = 2) -> int:
     """How many blocks of ``files`` (``(path, size, compressed)``, as ``core.blocks``
@@ -88,10 +104,15 @@ def read_block_lines(path: str, start: int, end: int, decode: bool = True) -> tu
         nbytes = len(data)
         if data and not data.endswith(b"\n"):
             tail = []
+            last_start = data.rfind(b"\n") + 1
+            held = len(data) - last_start          # bytes of the last line so far
             while True:
                 more = f.read(_READ_AHEAD)
                 if not more:
                     break
+                held += len(more)
+                if held > MAX_LINE_BYTES + 1 and b"\n" not in more:
+                    raise LineTooLongError(data.count(b"\n", 0, last_start))
                 cut = more.find(b"\n")
                 if cut >= 0:
                     tail.append(more[:cut + 1])
@@ -109,7 +130,7 @@ def read_stream_blocks(path: str, compression: str, block_size: int, decode: boo
     line end; offsets are in the decompressed bytes. An empty file is one empty block.
     """
     with open_decompressed(path, compression) as f:
-        start, pending = 0, []
+        start, pending, held, lines = 0, [], 0, 0
         while True:
             try:
                 chunk = f.read(block_size)
@@ -128,9 +149,16 @@ def read_stream_blocks(path: str, compression: str, block_size: int, decode: boo
             cut = chunk.rfind(b"\n") + 1
             if cut == 0:              # a line longer than a block: read on
                 pending.append(chunk)
+                held += len(chunk)
+                if held > MAX_LINE_BYTES + 1:
+                    raise LineTooLongError(lines)
                 continue
             block = b"".join(pending + [chunk[:cut]]) if pending else chunk[:cut]
             pending = [chunk[cut:]] if cut < len(chunk) else []
+            held = len(chunk) - cut
+            if held > MAX_LINE_BYTES + 1:
+                raise LineTooLongError(lines + block.count(b"\n"))
+            lines += block.count(b"\n")
             yield start, start + len(block), _lines(block, decode)
             start += len(block)
 
