@@ -32,8 +32,10 @@ class FinalizeFn(StorageDoFn):
     """Publish every output (or mark the build failed) from the plan and all results."""
 
     def __init__(self, config: BuildConfig, build_info: dict, input_digests: Optional[dict],
-                 filesystem_options: Optional[dict], shared: Shared, word_encoder: bool = True):
+                 filesystem_options: Optional[dict], shared: Shared, word_encoder: bool = True,
+                 listed_sizes: Optional[dict] = None):
         super().__init__(filesystem_options)
+        self._listed_sizes = listed_sizes
         self._config = config
         self._build_info = build_info
         self._input_digests = input_digests
@@ -76,7 +78,7 @@ class FinalizeFn(StorageDoFn):
             [found[SHARD][k] for k in sorted(found[SHARD])],
             [found[PART][k] for k in sorted(found[PART])],
             [found[DUPS][k] for k in sorted(found[DUPS])],
-            build_info, digests, tokenizers=tokenizers,
+            build_info, digests, tokenizers=tokenizers, listed_sizes=self._listed_sizes,
         ))
         self._finalize_ms.inc(int((time.monotonic() - started) * 1000))
         yield from published

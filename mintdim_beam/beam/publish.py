@@ -25,6 +25,7 @@ equals the latest one.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import heapq
 import json
@@ -39,6 +40,7 @@ from mintdim_beam.core import indexes
 from mintdim_beam.beam import layout
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, OutputSpec, describe_sources
+from mintdim_beam import errors
 from mintdim_beam.errors import error_from_dict
 from mintdim_beam.core.plan import BuildPlan
 from mintdim_beam.format.shard_format import TokenStorage, slot_storage
@@ -96,7 +98,23 @@ def _started_text(build_info: dict) -> str:
 
 def _write_markers(out: OutputSpec, text: str) -> None:
     for unit in out.sizes:
-        storage.write_text(storage.join(layout.unit_dir(out.path, unit), names.FAILED_MARKER), text)
+        path = storage.join(layout.unit_dir(out.path, unit), names.FAILED_MARKER)
+        try:
+            storage.write_text(path, text)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC or not _rewrite_in_place(path, text.encode("utf-8")):
+                raise
+
+
+def _rewrite_in_place(path: str, data: bytes) -> bool:
+    """On a full disk, a local marker that is there is rewritten in its own blocks (a
+    small file's block holds 4 KiB): the failure still says what happened."""
+    if not storage.is_local(path) or not os.path.isfile(path) or len(data) > 4096:
+        return False
+    with open(path, "r+b") as f:
+        f.write(data)
+        f.truncate(len(data))
+    return True
 
 
 def _remove_markers(out: OutputSpec) -> None:
@@ -131,43 +149,83 @@ def mark_failed(config: BuildConfig, message: str, error: dict | None = None) ->
 
 
 def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, dup_results,
-             build_info: dict, digests: Optional[dict] = None, tokenizers: Optional[dict] = None):
+             build_info: dict, digests: Optional[dict] = None, tokenizers: Optional[dict] = None,
+             listed_sizes: Optional[dict] = None):
     """Publish every output (yielding one result dict each) or fail the whole build.
 
     ``digests`` maps every input and tokenizer path to ``(size, sha256)`` for the
     manifest's fingerprint; ``tokenizers`` (tokenizer spec -> adapter) are the ones the
-    worker already loaded, else each output loads its own. Running it again (a retried
-    finalize) gives the same files.
+    worker already loaded, else each output loads its own. ``listed_sizes``: each
+    input's size as the blocks were planned from it (``{path: size}``); an input that
+    is not that size any more, or was hashed at another, fails the build. Running it
+    again (a retried finalize) gives the same files.
     """
     # Every output must still be this build's (claims.py) before anything is published:
     # the build that lost a race on an object store stops here, its staging removed.
     for out in config.outputs:
         _check_owned(out)
-    if plan.error is not None:
-        message = str(error_from_dict(plan.error))
-        mark_failed(config, message, plan.error)
+    error = plan.error if plan.error is not None else _changed_input(config, digests, listed_sizes)
+    if error is not None:
+        mark_failed(config, str(error_from_dict(error)), error)
         for out in config.outputs:
             for sub in ("blocks", "shards", "parts"):
                 storage.delete_tree(storage.join(layout.staging_dir(out), sub))
-            yield {"output": out.path, "error": plan.error}
+            yield {"output": out.path, "error": error}
         return
+    # A build is one unit: every output's files first, then every manifest, so that a
+    # failure anywhere (a full disk, a store that stops answering) leaves no output
+    # that looks complete while another is not.
+    staged = []
     for out in config.outputs:
-        yield publish_output(config, out, plan, shard_results, part_results, dup_results, build_info,
-                             digests, (tokenizers or {}).get(out.tokenizer))
-
-
-def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_results, part_results,
-                   dup_results, build_info: dict, digests: Optional[dict] = None, tok=None) -> dict:
-    manifest_path = storage.join(out.path, "manifest.json")
-    oplan = plan.outputs[out.index]
-    shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
-    if _published_by_this_build(out):
-        # Published already (a retried finalize): finish the clean-up it may have missed.
+        shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
+        if _published_by_this_build(out):
+            # Published already (a retried finalize): finish the clean-up it may have missed.
+            stats = json.loads(storage.read_bytes(storage.join(out.path, names.STATS)))
+            staged.append((out, None, stats, shards))
+            continue
+        found, stats = publish_output(config, out, plan, shard_results, part_results, dup_results, build_info,
+                                      digests, (tokenizers or {}).get(out.tokenizer))
+        staged.append((out, found, stats, shards))
+    committed = []
+    try:
+        for out, found, _, _ in staged:
+            if found is not None:
+                _check_owned(out)   # once more: on an object store a claim can change under a build
+                storage.write_text(storage.join(out.path, names.MANIFEST), indexes.dumps_file(found))
+                committed.append(out)
+    except BaseException:
+        for out in committed:       # none of them may look complete
+            storage.delete(storage.join(out.path, names.MANIFEST))
+        raise
+    for out, _, stats, shards in staged:
         _remove_markers(out)
         _remove_staging(out)
         claims.release(out.path, out.run_id)
-        stats = json.loads(storage.read_bytes(storage.join(out.path, "stats.json")))
-        return {"output": out.path, "stats": stats, "shards": shards}
+        yield {"output": out.path, "stats": stats, "shards": shards}
+
+
+def _changed_input(config: BuildConfig, digests: Optional[dict], listed_sizes: Optional[dict]) -> Optional[dict]:
+    """The error (as a dict) when an input is not the bytes the build read: its size now,
+    or as the fingerprint hashed it, differs from the size the blocks were planned from.
+    The fingerprint must vouch for exactly what the dataset holds: a line appended while
+    the build ran would be fingerprinted and never built."""
+    for path, listed in sorted((listed_sizes or {}).items()):
+        try:
+            now = storage.size(path)
+        except FileNotFoundError:
+            now = -1
+        hashed = (digests or {}).get(path, (listed,))[0]
+        if now != listed or hashed != listed:
+            return errors.InputChangedError(path, listed, now if now != listed else hashed).to_dict()
+    return None
+
+
+def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_results, part_results,
+                   dup_results, build_info: dict, digests: Optional[dict] = None, tok=None) -> tuple:
+    """Every file of one output but its manifest; returns ``(manifest, stats)``, the
+    manifest written by :func:`finalize` once every output got this far."""
+    oplan = plan.outputs[out.index]
+    shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
 
     if tok is None:
         tok = load_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes(out.tokenizer.path))
@@ -255,12 +313,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     if config.index_layout == "parts":
         found["indexes"] = {"layout": "parts", "parts": {name: len(blocks) for name in PER_BLOCK_INDEXES}}
     found["checksums"] = {"file": names.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
-    _check_owned(out)   # once more: on an object store a claim can change under a build
-    storage.write_text(manifest_path, indexes.dumps_file(found))
-    _remove_markers(out)
-    _remove_staging(out)
-    claims.release(out.path, out.run_id)
-    return {"output": out.path, "stats": stats, "shards": shards}
+    return found, stats
 
 
 def _publish_parts(out: OutputSpec, name: str, blocks: list, part_sums: dict) -> dict:

@@ -203,6 +203,10 @@ class UnitBuild(beam.PTransform):
         fs = clients.filesystem_options(pbegin.pipeline.options)
         groups = self._groups if self._groups is not None else blocks.plan_groups(config, input_sizes(config))
         refs = [ref for group in groups for ref in group.blocks]
+        listed: dict = {}   # each input's size as its blocks were planned: what the build reads
+        for r in refs:
+            path = config.files[r.file].path
+            listed[path] = max(listed.get(path, 0), r.end)
         input_bytes = {o.index: 0 for o in config.outputs}
         for r in refs:
             path = config.files[r.file].path
@@ -251,7 +255,7 @@ class UnitBuild(beam.PTransform):
             | "KeyResults" >> beam.Map(lambda r: (0, r))
             | "CollectResults" >> beam.GroupByKey()
             | "Finalize" >> beam.ParDo(FinalizeFn(config, self._build_info, self._input_digests, fs, shared,
-                                                      self._word_encoder))
+                                                      self._word_encoder, listed))
         )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from mintdim_beam.errors.config_errors import FieldMappingError, OutputMappingError, PipelineValidationError, SamplesPerShardError, TemplateFieldMismatchError, TemplateMappingError, TokenizerMappingError, UnitMappingError, UnitValidationError
-from mintdim_beam.errors.data_errors import MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, SampleSchemaError, SourceParseError, StorageAccessError, UnitOverflowError
+from mintdim_beam.errors.data_errors import DiskFullError, InputChangedError, MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, SampleSchemaError, SourceParseError, StorageAccessError, UnitOverflowError
 from mintdim_beam.errors.base import MintDimError, REGISTRY
 from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError, ReportError
 from mintdim_beam.errors.tokenizer_errors import TemplateTokenizerError, TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
@@ -53,6 +53,8 @@ __all__ = [
     "TokenDTypeCapacityError",
     "SamplesPerShardError",
     "StorageAccessError",
+    "InputChangedError",
+    "DiskFullError",
     "ReaderError",
     "ReportError",
     "DatasetAccessError",

@@ -339,3 +339,59 @@ class StorageAccessError(MintDimError):
             ],
         )
         super().__init__(english, vietnamese, facts)
+
+
+class InputChangedError(MintDimError):
+    """An input file changed while the build read it: its size now (or as the
+    fingerprint hashed it) is not the size its blocks were planned from.
+
+    The manifest's fingerprint must vouch for exactly the bytes the dataset holds; a
+    line appended during the build would be fingerprinted and never built, and the
+    next ``--skip-unchanged`` would never build it. Nothing is published.
+    """
+
+    def __init__(self, file: str, listed_size: int, size_now: int) -> None:
+        facts = fact_dict(file=file, listed_size=listed_size, size_now=size_now)
+        english, vietnamese = self._render(
+            M.INPUT_CHANGED,
+            [
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.INPUT_CHANGED_SIZES, M.INPUT_CHANGED_SIZES_TEXT.en.format(**facts),
+                          M.INPUT_CHANGED_SIZES_TEXT.vi.format(**facts)),
+                M.labeled(M.FIX, M.INPUT_CHANGED_FIX.en, M.INPUT_CHANGED_FIX.vi),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+
+class DiskFullError(MintDimError):
+    """The disk (or the store's quota) filled up while the build wrote ``path``: a job
+    error, not a crash. Nothing was published; ``free_bytes`` is what was left there
+    when the build stopped (-1 where unknown)."""
+
+    def __init__(self, path: str, free_bytes: int) -> None:
+        facts = fact_dict(path=path, free_bytes=free_bytes)
+        english, vietnamese = self._render(
+            M.DISK_FULL,
+            [
+                M.labeled(M.STORAGE_PATH, facts["path"]),
+                M.labeled(M.DISK_FREE, facts["free_bytes"]),
+                M.labeled(M.FIX, M.DISK_FULL_FIX.en, M.DISK_FULL_FIX.vi),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def at(cls, path: str) -> "DiskFullError":
+        """The error for ``path``, with the space left in its folder now."""
+        import os
+        import shutil
+
+        folder = os.path.dirname(path) if path and "://" not in path else ""
+        while folder and not os.path.isdir(folder):
+            folder = os.path.dirname(folder)
+        try:
+            free = shutil.disk_usage(folder).free if folder else -1
+        except OSError:
+            free = -1
+        return cls(path, free)

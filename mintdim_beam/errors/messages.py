@@ -143,6 +143,26 @@ FILE_KINDS = {
 # ---------------------------------------------------------------------------
 
 SOURCE_PARSE = Text("JSONL line could not be parsed.", "Không parse được dòng JSONL.")
+
+# DiskFullError
+DISK_FULL = Text("No space left on the device while the build wrote its output; nothing was published.",
+                 "Thiết bị hết dung lượng trong lúc build ghi output; không có gì được publish.")
+DISK_FREE = Text("Free bytes now:", "Số byte còn trống:")
+DISK_FULL_FIX = Text("free space (the build needs about its input's size twice, for staging and output) or "
+                     "choose an output on a larger disk, then build into a new directory.",
+                     "hãy giải phóng dung lượng (build cần khoảng gấp đôi kích thước input, cho staging và "
+                     "output) hoặc chọn output trên đĩa lớn hơn, rồi build vào thư mục mới.")
+
+# InputChangedError
+INPUT_CHANGED = Text("An input file changed while the build read it; nothing was published.",
+                     "Một file input đã thay đổi trong lúc build đang đọc; không có gì được publish.")
+INPUT_CHANGED_SIZES = Text("Sizes:", "Kích thước:")
+INPUT_CHANGED_SIZES_TEXT = Text("{listed_size} bytes when the build planned it, {size_now} bytes since",
+                                "{listed_size} byte khi build lập kế hoạch, {size_now} byte sau đó")
+INPUT_CHANGED_FIX = Text("build from files that no writer changes during the build (a finished file or a "
+                         "snapshot), then run the build again.",
+                         "hãy build từ các file không bị ghi trong lúc build (file đã ghi xong hoặc một bản "
+                         "snapshot), rồi chạy lại build.")
 SOURCE_LOOKS_COMPRESSED = Text(
     "the file looks {compression}-compressed (it starts with {compression}'s magic bytes), "
     "but its name has no compressed extension, so it was read as plain JSONL",

@@ -19,8 +19,10 @@ fingerprint equals the latest one.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import datetime as _dt
 import json
+import re
 import os
 import platform
 import time
@@ -38,7 +40,7 @@ from mintdim_beam.format import inputs
 from mintdim_beam.storage import line_blocks
 from mintdim_beam.launch import build_progress
 from mintdim_beam import errors
-from mintdim_beam.beam import layout
+from mintdim_beam.beam import claims, layout
 from mintdim_beam.launch import patterns
 from mintdim_beam.launch import preflight
 from mintdim_beam.beam import publish
@@ -454,9 +456,32 @@ def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
     if isinstance(exc, KeyboardInterrupt):
         message = f"the build was interrupted ({exc or 'KeyboardInterrupt'})"
     else:
+        full = _disk_full(exc)
+        if full is not None:
+            try:
+                mark_failed(config, str(full), full.to_dict())
+            except OSError:
+                pass        # the markers already say "not finalized"; the claim is released below
+            for out in config.outputs:
+                claims.release(out.path, out.run_id)
+            return full
         message = f"{type(exc).__name__}: {exc}"
     mark_failed(config, message)
     return exc
+
+
+def _disk_full(exc: BaseException) -> Optional[errors.DiskFullError]:
+    """The spec's style of error for a full disk met anywhere in the build (the worker's
+    OSError reaches the launcher as its text inside the runner's error), or None."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
+            return errors.DiskFullError.at(seen.filename or "")
+        seen = seen.__cause__ or seen.__context__
+    found = re.search(r"\[Errno 28\][^']*'([^']+)'", str(exc))
+    if found is not None or "No space left on device" in str(exc):
+        return errors.DiskFullError.at(found.group(1) if found else "")
+    return None
 
 
 def collect(config: BuildConfig, build_info: dict) -> BuildResult:

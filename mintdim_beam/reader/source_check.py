@@ -31,6 +31,7 @@ from mintdim_beam.reader import output_files
 from mintdim_beam.reader import sample_index
 from mintdim_beam.format import inputs
 from mintdim_beam.storage.compressed import open_decompressed
+from mintdim_beam.storage.line_blocks import MAX_LINE_BYTES
 from mintdim_beam.storage import files as storage
 
 
@@ -170,9 +171,12 @@ class _LocationClaims:
         self.order = np.argsort(index.sample_id, kind="stable")
         self.pos = 0
         self.side: dict = {}       # sample id -> [(index file, line, source_file, source_line)]
+        #: The largest sample id any index names (every id the build gave has a row).
+        self.last_id = int(index.sample_id.max()) if len(index.sample_id) else None
 
     def add(self, sid: int, name: str, line: int, file, source_line) -> None:
         self.side.setdefault(sid, []).append((name, line, file, source_line))
+        self.last_id = sid if self.last_id is None else max(self.last_id, sid)
 
     def at(self, sid: int):
         """Every claim about ``sid`` (ids must be asked in ascending order)."""
@@ -232,6 +236,11 @@ def _lines_by_id(chk: Checker, files: list, claims: _LocationClaims, wanted: set
     if wrong > LISTED_PER_CHECK:
         chk.problem(names.SAMPLE_INDEX, f"... and {wrong - LISTED_PER_CHECK} more rows name another source line "
                                      f"than their sample id's")
+    if claims.last_id is not None and sid > claims.last_id + 1:
+        chk.problem(files[-1] if files else names.SAMPLE_INDEX,
+                    f"the sources hold {sid} non-blank lines, the dataset's indexes {claims.last_id + 1} sample ids "
+                    f"(0..{claims.last_id}): {sid - claims.last_id - 1} source lines were never built (appended "
+                    f"after the build read them?)")
     unmatched = list(claims.left())
     for s, name, at in unmatched[:LISTED_PER_CHECK]:
         chk.problem(name, f"sample {s} matches no source line: the sources hold {sid} non-blank lines "
@@ -268,10 +277,10 @@ def _source_lines(path: str, sha=None):
     file's bytes also go to ``sha``. A compressed or remote file is read through the
     build's storage layer."""
     if _plain(path):
-        f = open(path, "rb")
+        f = storage.open_local(path)      # a FIFO or a device named by a manifest is refused
     else:
         f = open_decompressed(path, inputs.compression(path))
-    n, pending = 0, []
+    n, pending, held = 0, [], 0
     with f:
         while True:
             chunk = f.read(1 << 20)
@@ -281,7 +290,11 @@ def _source_lines(path: str, sha=None):
                 sha.update(chunk)
             if b"\n" not in chunk:
                 pending.append(chunk)
+                held += len(chunk)
+                if held > MAX_LINE_BYTES + 1:   # as the build: a line is never held past the limit
+                    raise OSError(f"line {n + 1} is longer than {MAX_LINE_BYTES} bytes, the longest a build reads")
                 continue
+            held = len(chunk) - chunk.rfind(b"\n") - 1
             parts = (b"".join(pending) + chunk if pending else chunk).split(b"\n")
             pending = [parts.pop()]
             for raw in parts:

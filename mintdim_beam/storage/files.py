@@ -265,14 +265,19 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None) -> int:
     written = 0
     if first is not None:
         chunks = itertools.chain([first], chunks)
-    with _create(target) as f:
-        for chunk in chunks:
-            f.write(chunk)
-            written += len(chunk)
-            if sha is not None:
-                sha.update(chunk)
-    if target != path:
-        os.replace(target, path)
+    try:
+        with _create(target) as f:
+            for chunk in chunks:
+                f.write(chunk)
+                written += len(chunk)
+                if sha is not None:
+                    sha.update(chunk)
+        if target != path:
+            os.replace(target, path)
+    except BaseException:
+        if target != path and os.path.lexists(target):   # a full disk leaves no temporary file behind
+            os.remove(target)
+        raise
     return written
 
 
