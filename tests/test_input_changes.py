@@ -140,3 +140,25 @@ def test_a_multi_output_build_that_fails_publishing_publishes_no_output(tmp_path
         assert markers and "No space left on the device" in markers[0].read_text(), out
         assert not (out / ".mintdim-claim.json").exists()          # released: the next build is told why
         assert not list(out.rglob("*.tmp-*"))
+
+
+def test_a_claim_the_launcher_released_is_never_taken_again_by_its_workers(tmp_path, monkeypatch):
+    """On Dask a SIGTERM to the launcher released the claim while a worker ran
+    finalize; the worker then claimed the directory again and published. A worker of a
+    launched build never claims: a claim gone is one its launcher released."""
+    from mintdim_beam.beam import publish
+
+    src = write_jsonl(tmp_path / "in.jsonl", [{"a": f"line {i}"} for i in range(20)])
+    out = tmp_path / "out"
+    real = publish.finalize
+
+    def released_first(config, *args, **kwargs):
+        (out / ".mintdim-claim.json").unlink()        # what the interrupted launcher does
+        yield from real(config, *args, **kwargs)
+
+    monkeypatch.setattr(publish, "finalize", released_first)
+    with pytest.raises(errors.OutputClaimedError) as caught:
+        _run(_job(src, out))
+    assert caught.value.fields["status"] == "released"
+    assert "released its claim" in str(caught.value) and "đã trả claim" in str(caught.value)
+    assert not (out / "manifest.json").exists() and not (out / ".mintdim-claim.json").exists()

@@ -59,7 +59,10 @@ def _claim_bytes(run_id: str) -> bytes:
 
 def read(out_path: str) -> Optional[dict]:
     """The claim in ``out_path``, None when there is none; ``{}`` when it is unreadable."""
-    path = layout.claim_path(out_path)
+    return _read_claim(layout.claim_path(out_path))
+
+
+def _read_claim(path: str) -> Optional[dict]:
     for attempt in range(_READ_TRIES):
         if not storage.exists(path):
             return None
@@ -160,14 +163,19 @@ def owns(out_path: str, run_id: str) -> bool:
     return bool(found) and found.get("run_id") == run_id
 
 
-def check_owned(out_path: str, run_id: str) -> None:
+def check_owned(out_path: str, run_id: str, claimed: bool = False) -> None:
     """Raise ``OutputClaimedError`` unless ``out_path``'s claim is this build's.
 
-    Without any claim (``UnitBuild`` composed into a pipeline without
+    ``claimed``: the launcher claimed the directory before the pipeline ran; then a
+    missing claim means the launcher released it (the build was interrupted or failed)
+    and a worker still finishing must not take it again and publish. Without any claim
+    and without a launcher's (``UnitBuild`` composed into a pipeline without
     ``preflight.check``), the build claims the directory now.
     """
     found = read(out_path)
     if found is None:
+        if claimed:
+            raise claimed_error(out_path, {"run_id": run_id}, status="released")
         claim_unclaimed(out_path, run_id)
         return
     if found.get("run_id") != run_id:
@@ -194,3 +202,59 @@ def release(out_path: str, run_id: str) -> None:
     """Remove the claim if it is this build's (the last step of publishing)."""
     if owns(out_path, run_id):
         storage.delete(layout.claim_path(out_path))
+
+
+# --------------------------------------------------------------------------- versioned roots
+
+
+def claim_root(root: str, run_id: str, settle: float = SETTLE_SECONDS) -> None:
+    """Make the versioned ``root`` this build's until it has moved ``LATEST``.
+
+    Two builds into one root would each publish ``ROOT/<id>/`` and then move ``LATEST``
+    in the order they finish, so an older build could move it back. The second build
+    now stops before it starts, naming the first (``OutputClaimedError``). A root claim
+    left by a build whose process is gone from this host is taken over: the root's
+    builds keep their own claims and markers, nothing in them depends on it.
+    """
+    path = storage.join(root, names.ROOT_CLAIM)
+    if storage.is_local(root):
+        try:
+            os.makedirs(root, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            found = _read_claim(path)
+            if found is None or _status(found) != "gone":
+                raise claimed_error(root, found) from None
+            storage.write_bytes(path, _claim_bytes(run_id))      # replaced whole (a rename)
+            if (_read_claim(path) or {}).get("run_id") != run_id:
+                raise claimed_error(root, _read_claim(path)) from None
+            return
+        except OSError as exc:
+            raise _unwritable(root, exc) from None
+        try:
+            os.write(fd, _claim_bytes(run_id))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return
+    found = _read_claim(path)
+    if found is not None:
+        raise claimed_error(root, found)
+    storage.write_bytes(path, _claim_bytes(run_id))
+    time.sleep(settle)
+    found = _read_claim(path)
+    if (found or {}).get("run_id") != run_id:
+        raise claimed_error(root, found, status="replaced")
+
+
+def check_root_owned(root: str, run_id: str) -> None:
+    """Raise unless ``root`` is still claimed by this build (before ``LATEST`` moves)."""
+    found = _read_claim(storage.join(root, names.ROOT_CLAIM))
+    if (found or {}).get("run_id") != run_id:
+        raise claimed_error(root, found or {"run_id": run_id}, status="released" if found is None else "replaced")
+
+
+def release_root(root: str, run_id: str) -> None:
+    path = storage.join(root, names.ROOT_CLAIM)
+    if (_read_claim(path) or {}).get("run_id") == run_id:
+        storage.delete(path)

@@ -162,8 +162,9 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
     """
     # Every output must still be this build's (claims.py) before anything is published:
     # the build that lost a race on an object store stops here, its staging removed.
+    claimed = bool(build_info.get("claimed"))
     for out in config.outputs:
-        _check_owned(out)
+        _check_owned(out, claimed)
     error = plan.error if plan.error is not None else _changed_input(config, digests, listed_sizes)
     if error is not None:
         mark_failed(config, str(error_from_dict(error)), error)
@@ -190,7 +191,7 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
     try:
         for out, found, _, _ in staged:
             if found is not None:
-                _check_owned(out)   # once more: on an object store a claim can change under a build
+                _check_owned(out, claimed)   # once more: a claim can change (or be released) under a build
                 storage.write_text(storage.join(out.path, names.MANIFEST), indexes.dumps_file(found))
                 committed.append(out)
     except BaseException:
@@ -346,11 +347,12 @@ def _published_by_this_build(out: OutputSpec) -> bool:
     raise claims.claimed_error(out.path, {"run_id": info.get("run_id", "?")}, status="replaced")
 
 
-def _check_owned(out: OutputSpec) -> None:
-    """Stop unless the output is still this build's; a loser removes its own staging."""
+def _check_owned(out: OutputSpec, claimed: bool = False) -> None:
+    """Stop unless the output is still this build's; a loser removes its own staging.
+    ``claimed``: the launcher claimed it (``build_info["claimed"]``)."""
     try:
         if not _published_by_this_build(out):
-            claims.check_owned(out.path, out.run_id)
+            claims.check_owned(out.path, out.run_id, claimed)
     except Exception:
         storage.delete_tree(layout.staging_dir(out))
         raise
@@ -490,3 +492,33 @@ def write_latest(root: str, build_id: str) -> None:
     if not storage.exists(storage.join(root, build_id, "manifest.json")):
         raise FileNotFoundError(f"{root}/{build_id} is not a published build (no manifest.json)")
     storage.write_text(storage.join(root, names.LATEST), build_id + "\n")
+
+
+def write_latest_all(roots, build_id: str) -> None:
+    """Move every root's ``LATEST`` to ``build_id``, or none: a root whose move fails
+    (a full disk, a store that stops answering) puts the roots already moved back to
+    the builds they named. SIGINT and SIGTERM wait until the moves are done, so an
+    interrupted build never leaves one root at the new build and another at the old."""
+    import signal
+    import threading
+
+    previous = {root: read_latest(root) for root in roots}
+    masked = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if masked else None
+    moved = []
+    try:
+        for root in roots:
+            write_latest(root, build_id)
+            moved.append(root)
+    except BaseException as exc:
+        for root in moved:
+            if previous[root] is None:
+                storage.delete(storage.join(root, names.LATEST))
+            else:
+                storage.write_text(storage.join(root, names.LATEST), previous[root] + "\n")
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise errors.DiskFullError.at(exc.filename or "") from None
+        raise
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)

@@ -579,6 +579,10 @@ OUTPUT_CLAIMED_STATUSES = {
                     "build đó có thể vẫn đang chạy (nó được chạy trên máy khác)"),
     "unreadable": Text("its claim file is empty or unreadable (a build stopped as it claimed the directory)",
                        "file claim của nó rỗng hoặc không đọc được (một build đã dừng ngay khi claim thư mục)"),
+    "released": Text("this build's launcher released its claim (the build was interrupted or failed), so its "
+                     "workers must not publish",
+                     "launcher của build này đã trả claim (build bị dừng hoặc thất bại), nên các worker không "
+                     "được publish"),
     "replaced": Text("it replaced this build's claim (object stores cannot claim a directory atomically)",
                      "build đó đã thay claim của build này (object store không claim thư mục một cách nguyên tử được)"),
 }

@@ -35,6 +35,7 @@ ERROR_RECORD = "error.json"             # the failure's structured error, beside
 LATEST = "LATEST"                       # in a versioned root: the id of the latest published build
 STAGING = ".mintdim-staging"            # the build's staging area inside the output directory
 CLAIM = ".mintdim-claim.json"           # which build owns the output directory
+ROOT_CLAIM = ".mintdim-root-claim.json"  # which build is publishing into a versioned root
 
 #: A shard's path relative to its output directory, as ``sample_index.jsonl`` names it.
 SHARD_PATH = re.compile(r"^unit_(\d+)/shard_(\d+)\.bin$")

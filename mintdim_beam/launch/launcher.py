@@ -318,7 +318,9 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
         "versions": _versions(),
     }
-    # Claimed last, when nothing before the pipeline can fail and leave a claim behind.
+    # Claimed last, when nothing before the pipeline can fail and leave a claim behind;
+    # the workers then never claim (a claim gone is one the launcher released).
+    build_info["claimed"] = True
     preflight.claim_outputs(config)
     mark_started(config, build_info)
     shown = build_progress.for_build(config, runner_name, quiet, started, groups=groups)
@@ -634,9 +636,19 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
     build_id = build_id or new_build_id()
     versioned = dataclasses.replace(config, outputs=tuple(
         dataclasses.replace(out, path=storage.join(out.path, build_id)) for out in config.outputs))
-    result = launch(versioned, runner=runner, options=options, ask=ask, interactive=interactive, echo=echo,
-                    input_digests=digests, quiet=quiet, input_sizes=sizes)
-    for root in roots:
-        publish.write_latest(root, build_id)
+    run_id = versioned.outputs[0].run_id if versioned.outputs else build_id
+    claimed = []
+    try:
+        for root in roots:      # one build at a time per root: LATEST only ever moves forward
+            claims.claim_root(root, run_id)
+            claimed.append(root)
+        result = launch(versioned, runner=runner, options=options, ask=ask, interactive=interactive, echo=echo,
+                        input_digests=digests, quiet=quiet, input_sizes=sizes)
+        for root in roots:
+            claims.check_root_owned(root, run_id)
+        publish.write_latest_all(roots, build_id)
+    finally:
+        for root in claimed:
+            claims.release_root(root, run_id)
     echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")
     return VersionedResult(build_id, False, roots, result, current)
