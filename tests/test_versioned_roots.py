@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 
+
 import pytest
 
 from conftest import TESTDATA, write_jsonl
@@ -90,3 +91,34 @@ def test_latest_moves_in_every_root_or_none(tmp_path, monkeypatch, capsys):
     assert "DiskFullError" in err and "Thiết bị hết dung lượng" in err and "Traceback" not in err
     for root in roots:
         assert (root / "LATEST").read_text() == "v1\n", root
+
+
+@pytest.mark.parametrize("where", ["finalize", "collect"])
+def test_an_interrupt_after_publishing_exits_0_for_the_complete_dataset(tmp_path, monkeypatch, capsys, where):
+    """SIGTERM once every output is published (the pipeline still returning, or the
+    launcher collecting results) used to exit 130 for a complete, unmarked dataset."""
+    from mintdim_beam.launch import launcher
+
+    roots = [tmp_path / "train", tmp_path / "eval"]
+    path = _job_file(tmp_path, roots)
+    job = json.loads(open(path).read())
+    job["output"]["dir"] = [str(tmp_path / "one"), str(tmp_path / "two")]
+    open(path, "w").write(json.dumps(job))
+    name = "_run_pipeline" if where == "finalize" else "collect"
+    real = getattr(launcher, name)
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        found = real(*args, **kwargs)
+        if not calls:
+            calls.append(1)
+            raise KeyboardInterrupt
+        return found
+
+    monkeypatch.setattr(launcher, name, interrupted)
+    assert main(["build", path, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "every output" in out and "published" in out
+    for d in ("one", "two"):
+        assert (tmp_path / d / "manifest.json").exists()
+        assert not list((tmp_path / d).glob("unit_*/UNIT_BUILD_FAILED.md"))

@@ -329,20 +329,39 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
             counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters,
                                      groups)
     except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
-        raise _build_error(config, exc) from None
+        if not (isinstance(exc, KeyboardInterrupt) and published_all(config)):
+            raise _build_error(config, exc) from None
+        counters = {}   # stopped once every output was published: the build is done
+        echo("[unit-build] interrupted after every output was published; the datasets are complete")
     finally:
         if hashing is not None:
             hashing.shutdown(wait=False)
     recorded = _recorded_error(config)
     if recorded is not None:
         raise recorded
-    result = dataclasses.replace(collect(config, build_info), counters=counters)
-    for line in shard_lines(result):
-        echo(line)
-    planned = build_progress.planned_bytes(config, input_sizes)
-    for line in build_progress.closing_lines(result, runner_name, time.time() - started, planned):
-        echo(line)
+    try:
+        result = dataclasses.replace(collect(config, build_info), counters=counters)
+        for line in shard_lines(result):
+            echo(line)
+        planned = build_progress.planned_bytes(config, input_sizes)
+        for line in build_progress.closing_lines(result, runner_name, time.time() - started, planned):
+            echo(line)
+    except KeyboardInterrupt:
+        # Published before the interruption: the exit code must say the build is done.
+        echo("[unit-build] interrupted while reporting; every output is published and complete")
+        return dataclasses.replace(collect(config, build_info), counters=counters)
     return result
+
+
+def published_all(config: BuildConfig) -> bool:
+    """Every output has this build's manifest (its ``build_info.json`` names this run)."""
+    for out in config.outputs:
+        info = storage.join(out.path, "build_info.json")
+        if not storage.exists(storage.join(out.path, "manifest.json")) or not storage.exists(info):
+            return False
+        if json.loads(storage.read_bytes(info)).get("run_id") != out.run_id:
+            return False
+    return True
 
 
 def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
