@@ -162,3 +162,28 @@ def test_a_claim_the_launcher_released_is_never_taken_again_by_its_workers(tmp_p
     assert caught.value.fields["status"] == "released"
     assert "released its claim" in str(caught.value) and "đã trả claim" in str(caught.value)
     assert not (out / "manifest.json").exists() and not (out / ".mintdim-claim.json").exists()
+
+
+def test_every_published_file_is_on_disk_before_the_manifest(tmp_path, monkeypatch):
+    """After a power loss a manifest must not name shards whose bytes never reached the
+    disk: shards, index files and summaries are flushed (and their directories) before
+    manifest.json is written, and the manifest itself before the build returns."""
+    import os
+
+    src = write_jsonl(tmp_path / "in.jsonl", [{"a": f"line {i} of the corpus"} for i in range(60)])
+    out = tmp_path / "out"
+    synced = []
+    real = os.fsync
+
+    def recording(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    _run(_job(src, out))
+    published = sorted(str(p) for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
+    manifest_at = next(i for i, p in enumerate(synced) if p.startswith(str(out / "manifest.json")))
+    before = set(synced[:manifest_at])
+    missing = [p for p in published if p not in before]
+    assert missing == []
+    assert any(p.endswith("shard_000000.bin") for p in before) and str(out) in before

@@ -187,12 +187,15 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
         found, stats = publish_output(config, out, plan, shard_results, part_results, dup_results, build_info,
                                       digests, (tokenizers or {}).get(out.tokenizer))
         staged.append((out, found, stats, shards))
+    for out, found, _, _ in staged:
+        if found is not None:       # durable before the manifests vouch for them
+            storage.sync_tree(out.path, skip=(names.STAGING,))
     committed = []
     try:
         for out, found, _, _ in staged:
             if found is not None:
                 _check_owned(out, claimed)   # once more: a claim can change (or be released) under a build
-                storage.write_text(storage.join(out.path, names.MANIFEST), indexes.dumps_file(found))
+                storage.write_text(storage.join(out.path, names.MANIFEST), indexes.dumps_file(found), durable=True)
                 committed.append(out)
     except BaseException:
         for out in committed:       # none of them may look complete
@@ -491,7 +494,7 @@ def write_latest(root: str, build_id: str) -> None:
     """
     if not storage.exists(storage.join(root, build_id, "manifest.json")):
         raise FileNotFoundError(f"{root}/{build_id} is not a published build (no manifest.json)")
-    storage.write_text(storage.join(root, names.LATEST), build_id + "\n")
+    storage.write_text(storage.join(root, names.LATEST), build_id + "\n", durable=True)
 
 
 def write_latest_all(roots, build_id: str) -> None:

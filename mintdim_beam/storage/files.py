@@ -244,14 +244,43 @@ def byte_view(array) -> memoryview:
     return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
 
 
-def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None) -> int:
+def sync_tree(directory: str, skip: tuple = ()) -> None:
+    """Locally: flush every file under ``directory`` and the directories themselves to
+    the disk (``fsync``), so that a manifest written after it never names bytes a power
+    loss could take back. Object stores acknowledge a write once it is durable.
+    ``skip``: folder names not descended into (the staging area)."""
+    if not is_local(directory) or not os.path.isdir(directory):
+        return
+    for folder, subfolders, files in os.walk(directory):
+        subfolders[:] = [d for d in subfolders if d not in skip]
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        sync_dir(folder)
+
+
+def sync_dir(directory: str) -> None:
+    """Locally: make the names in ``directory`` (a rename into it) durable."""
+    if is_local(directory):
+        fd = os.open(directory or ".", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None, durable: bool = False) -> int:
     """Write a whole file; a reader never sees it half-written under ``path``.
 
     Locally the bytes go to a unique temporary name first and are renamed over
     ``path``; object stores publish an object only when its upload completes.
     Rewriting the same path with the same bytes (a retried bundle) is harmless.
     ``sha`` (a ``hashlib`` object) is fed the bytes as they are written, so the
-    writer gets the file's checksum without reading it again.
+    writer gets the file's checksum without reading it again. ``durable``: locally,
+    the file and then its directory are flushed to the disk before this returns.
     """
     if isinstance(chunks, (bytes, bytearray, memoryview)):
         chunks = [chunks]
@@ -272,8 +301,13 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None) -> int:
                 written += len(chunk)
                 if sha is not None:
                     sha.update(chunk)
+            if durable and is_local(path):
+                f.flush()
+                os.fsync(f.fileno())
         if target != path:
             os.replace(target, path)
+            if durable:
+                sync_dir(os.path.dirname(os.path.abspath(path)))
     except BaseException:
         if target != path and os.path.lexists(target):   # a full disk leaves no temporary file behind
             os.remove(target)
@@ -347,8 +381,8 @@ def _read_ranges(ranges):
         yield read_bytes(src)[start:] if length is None else read_range(src, start, length)
 
 
-def write_text(path: str, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
+def write_text(path: str, text: str, durable: bool = False) -> None:
+    write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
 def list_dir(path: str) -> list[str]:
