@@ -21,7 +21,7 @@ from mintdim_beam.core.block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCAT
 from mintdim_beam.core.config import MAX_UNIT_SIZE, FileSpec, Policies
 from mintdim_beam.core.repeat_cache import RepeatCache, add_repeats, remember
 from mintdim_beam.format.shard_format import layout_units, ragged_gather_index, slot_storage
-from mintdim_beam.tokenization.adapters import Tokenizer
+from mintdim_beam.tokenization.adapters import TokenizerPanic, Tokenizer
 from mintdim_beam.tokenization.unk_rows import CharColumn, UnkTable
 
 
@@ -111,8 +111,21 @@ class SliceLayout:
         flat_starts = np.zeros(0, np.int64)
         unk_owner = unk_local = np.zeros(0, np.int64)
         unk_chars = CharColumn()
+        failed = None
         if G and nf:
-            flat, lens, unk_owner, unk_local, unk_chars = pb.encoded.result()
+            try:
+                flat, lens, unk_owner, unk_local, unk_chars = pb.encoded.result()
+            except TokenizerPanic as exc:
+                # Named by the first sample whose text it is; the build stops (no policy
+                # skips it: another text of the corpus may fail the same way).
+                g = pb.texts.index(exc.text) % G if exc.text in pb.texts else 0
+                i = good[g]
+                failed = errors.TokenizerFailedError(self.spec.tokenizer.path, self.spec.path, local_lines[i], str(exc))
+                if first_error is None or base + i < first_error[0]:
+                    first_error = (base + i, local_lines[i], failed)
+                flat = np.zeros(0, np.int64)
+                lens = np.zeros(nf * G, np.int64)
+                unk_owner = unk_local = np.zeros(0, np.int64)
             lens = lens.reshape(nf, G)
             flat_starts = np.cumsum(lens.reshape(-1)) - lens.reshape(-1)
             starts = flat_starts.reshape(nf, G)
@@ -166,6 +179,8 @@ class SliceLayout:
                     if first_error is None or base + i < first_error[0]:
                         first_error = (base + i, local_lines[i], err)
                     gstatus[beyond] = OVF_SKIP  # the build fails; spill nothing for these
+        if failed is not None:
+            gstatus[:] = OVF_SKIP  # the build fails; lay out nothing
         written_counts = written.sum(axis=1)
 
         unk = self._find_unk(good, base, written, gstatus, unk_owner, unk_local, unk_chars)

@@ -28,7 +28,7 @@ from mintdim_beam.errors.config_errors import FieldMappingError, OutputMappingEr
 from mintdim_beam.errors.data_errors import DiskFullError, InputChangedError, MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, SampleSchemaError, SourceParseError, StorageAccessError, UnitOverflowError
 from mintdim_beam.errors.base import MintDimError, REGISTRY
 from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError, ReportError
-from mintdim_beam.errors.tokenizer_errors import TemplateTokenizerError, TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+from mintdim_beam.errors.tokenizer_errors import TemplateTokenizerError, TokenDTypeCapacityError, TokenizerFailedError, TokenizerSpecialTokenError, TokenizerValidationError
 
 __all__ = [
     "MintDimError",
@@ -55,6 +55,7 @@ __all__ = [
     "StorageAccessError",
     "InputChangedError",
     "DiskFullError",
+    "TokenizerFailedError",
     "ReaderError",
     "ReportError",
     "DatasetAccessError",

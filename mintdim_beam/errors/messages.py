@@ -144,6 +144,15 @@ FILE_KINDS = {
 
 SOURCE_PARSE = Text("JSONL line could not be parsed.", "Không parse được dòng JSONL.")
 
+# TokenizerFailedError
+TOKENIZER_FAILED = Text("The tokenizer library failed while encoding a sample.",
+                        "Thư viện tokenizer bị lỗi khi encode một sample.")
+TOKENIZER_FILE = Text("Tokenizer:", "Tokenizer:")
+TOKENIZER_FAILED_FIX = Text("check the tokenizer file (its pre-tokenizer pattern) with this line's text, or "
+                            "use another tokenizer; skip the line with on_bad_record does not apply.",
+                            "hãy kiểm tra file tokenizer (pattern pre-tokenizer của nó) với nội dung dòng này, "
+                            "hoặc dùng tokenizer khác; on_bad_record không bỏ qua được lỗi này.")
+
 # DiskFullError
 DISK_FULL = Text("No space left on the device while the build wrote its output; nothing was published.",
                  "Thiết bị hết dung lượng trong lúc build ghi output; không có gì được publish.")

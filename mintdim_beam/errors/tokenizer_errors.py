@@ -199,3 +199,23 @@ class TokenDTypeCapacityError(MintDimError):
             ],
         )
         super().__init__(english, vietnamese, facts)
+
+
+class TokenizerFailedError(MintDimError):
+    """The tokenizer library failed on one sample's text (a Rust panic of a Hugging Face
+    tokenizer whose pre-tokenizer regex backtracks catastrophically, for one). Named by
+    the tokenizer and the sample's file and line; ``detail``: the library's own words."""
+
+    def __init__(self, tokenizer: str, file: str, line: int, detail: str) -> None:
+        facts = fact_dict(tokenizer=tokenizer, file=file, line=line, detail=detail)
+        english, vietnamese = self._render(
+            M.TOKENIZER_FAILED,
+            [
+                M.labeled(M.TOKENIZER_FILE, facts["tokenizer"]),
+                M.labeled(M.FILE, facts["file"]),
+                M.labeled(M.LINE, facts["line"]),
+                M.labeled(M.REASON, facts["detail"]),
+                M.labeled(M.FIX, M.TOKENIZER_FAILED_FIX.en, M.TOKENIZER_FAILED_FIX.vi),
+            ],
+        )
+        super().__init__(english, vietnamese, facts)

@@ -342,7 +342,17 @@ class HuggingFaceTokenizer(Tokenizer):
             self._long_words = words
 
     def encode_batch(self, texts):
+        """As the base class; a failure of the library (a Rust panic is a pyo3
+        ``PanicException``) is a :class:`TokenizerPanic` naming the text it failed on."""
         texts = list(texts)
+        try:
+            return self._encode_batch(texts)
+        except _NOT_THE_LIBRARY:
+            raise
+        except BaseException as exc:       # PanicException derives from BaseException
+            raise _culprit(self._encode_batch, texts, exc) from None
+
+    def _encode_batch(self, texts):
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         long = [i for i, t in enumerate(texts) if len(t) >= LONG_TEXT_CHARS] \
@@ -377,11 +387,8 @@ class HuggingFaceTokenizer(Tokenizer):
         return self._encode_whole(texts)
 
     def _encode_whole(self, texts):
-        if self._fast:
-            encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
-        else:
-            encodings = self._tok.encode_batch(texts, add_special_tokens=False)
-        return _flatten([e.ids for e in encodings])
+        encode = self._tok.encode_batch_fast if self._fast else self._tok.encode_batch
+        return _flatten([e.ids for e in encode(texts, add_special_tokens=False)])
 
     def unk_substrings_at(self, texts, positions):
         # HF offsets are character offsets into the Python string.
@@ -489,3 +496,30 @@ def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, acceler
         return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder,
                                     accelerators=accelerators)
     raise TokenizerValidationError.unsupported_format(path)
+
+
+#: What a tokenizer call may raise that is not the library failing.
+_NOT_THE_LIBRARY = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
+
+
+class TokenizerPanic(RuntimeError):
+    """The tokenizer library failed on ``text`` (its own words in the message): the
+    caller knows which sample the text is, and names it."""
+
+    def __init__(self, text: str, detail: str):
+        super().__init__(detail)
+        self.text = text
+
+
+def _culprit(encode, texts, exc: BaseException) -> "TokenizerPanic":
+    """The first text of ``texts`` that ``encode`` fails on, alone (an error path: each
+    text is tried once more); the batch's own error if none fails alone."""
+    detail = f"{type(exc).__name__}: {str(exc).strip() or 'no message'}"
+    for text in texts:
+        try:
+            encode([text])
+        except _NOT_THE_LIBRARY:
+            raise
+        except BaseException as again:
+            return TokenizerPanic(text, f"{type(again).__name__}: {str(again).strip() or 'no message'}")
+    return TokenizerPanic(texts[0] if texts else "", detail)
