@@ -20,9 +20,8 @@ a swapped file is refused rather than read.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
+import orjson
 
 from mintdim_beam.core.block_result import BlockResult
 from mintdim_beam.tokenization.unk_rows import CharColumn, UnkTable
@@ -33,14 +32,16 @@ _ALIGN = 8
 _DTYPES = {np.dtype(t).str: np.dtype(t) for t in ("<i1", "<i2", "<i4", "<i8", "|u1", "<u4")}
 _RESULT_ARRAYS = ("local_line", "status", "token_count", "orig_count", "unit", "digests")
 _UNK_INTS = ("sample", "position", "segment", "rendered_sample", "rendered_count")
+_EMPTY_INTS = np.zeros(0, np.int64)
+_EMPTY_CODES = np.zeros(0, np.uint32)
 
 
 def _narrow(values: np.ndarray) -> np.ndarray:
     """Integers in the smallest of int8 ... int64 that holds them (UNK columns are most
-    of a block's metadata on a script the tokenizer cannot spell)."""
+    of a block's metadata on a script the tokenizer cannot spell; small ones stay)."""
     values = np.asarray(values)
-    if not len(values):
-        return values.astype("<i8")
+    if len(values) < 64:
+        return values.astype("<i8", copy=False)
     lo, hi = int(values.min()), int(values.max())
     for dtype in ("<i1", "<i2", "<i4"):
         info = np.iinfo(dtype)
@@ -64,19 +65,21 @@ def encode(meta: BlockResult) -> bytes:
     arrays["unk.rendered_index"] = _narrow(np.asarray(index, np.int64))
     listing, chunks, at = [], [], 0
     for name, array in arrays.items():
+        if not array.size and name.startswith("unk."):
+            continue            # an absent UNK column reads back empty: most blocks have none
         array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         data = array.tobytes()
         listing.append([name, array.dtype.str, list(array.shape), at])
         pad = -len(data) % _ALIGN
         chunks.append(data + b"\0" * pad)
         at += len(data) + pad
-    header = json.dumps({
+    header = orjson.dumps({
         "n_lines": int(meta.n_lines),
         "arrays": listing,
         "empty_fields": [[int(s), list(names)] for s, names in meta.empty_fields.items()],
         "bad": [[int(s), str(kind), str(reason)] for s, (kind, reason) in meta.bad.items()],
         "rendered_strings": list(strings),
-    }, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    })
     return b"".join([MAGIC, len(header).to_bytes(8, "little"), header] + chunks)
 
 
@@ -97,9 +100,11 @@ def decode(data: bytes) -> BlockResult:
     if size > len(data) - start:
         raise ValueError("spilled block result: header cut short")
     try:
-        header = json.loads(bytes(data[start:start + size]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        header = orjson.loads(data[start:start + size])
+    except orjson.JSONDecodeError:
         raise ValueError("spilled block result: header is not JSON") from None
+    if not isinstance(header, dict):
+        raise ValueError("spilled block result: header is not a JSON object")
     body = data[start + size:]
     arrays = {}
     try:
@@ -112,6 +117,9 @@ def decode(data: bytes) -> BlockResult:
             if offset < 0 or end > len(body):
                 raise ValueError(f"spilled block result: array {name!r} runs past the end")
             arrays[name] = np.frombuffer(body, kind, count, offset).reshape(shape).astype(kind.newbyteorder("="))
+        for name in _UNK_INTS + ("char_ends", "rendered_index"):
+            arrays.setdefault(f"unk.{name}", _EMPTY_INTS)
+        arrays.setdefault("unk.char_codes", _EMPTY_CODES)
         n_samples = len(arrays["status"])
         if any(len(arrays[name]) != n_samples for name in _RESULT_ARRAYS):
             raise ValueError("spilled block result: columns of different lengths")
