@@ -10,7 +10,8 @@ import pickle
 import pytest
 
 from mintdim_beam import errors as E
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors import MintDimError, error_from_dict
 
 # ---------------------------------------------------------------------------
@@ -849,8 +850,8 @@ Quy tắc:
     # reading a dataset back: one line per language, the location first
     "reader_record": (
         lambda: E.ReaderError("record", "out", shard="unit_16/shard_000002.bin", record=7, sample_id=40, line=41,
-                              detail=M.joined([M.read_text("magic", got=0x12, want=0xFFFF),
-                                               M.read_text("vocab", id=900, at=2, vocab=800)])),
+                              detail=B.joined([R.read_text("magic", got=0x12, want=0xFFFF),
+                                               R.read_text("vocab", id=900, at=2, vocab=800)])),
         """[english] ReaderError: out: unit_16/shard_000002.bin record 7 (sample 40, sample_index.jsonl line 41): \
 magic is 0x12, expected 0xffff; token id 900 at payload position 2 is >= the vocabulary size 800 (manifest.json)
 
