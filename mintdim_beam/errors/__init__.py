@@ -13,7 +13,9 @@ is not the error's source of truth, though: each error also keeps the facts behi
 * Tests and callers can check what went wrong without parsing prose.
 
 Every English/Vietnamese text lives in the `*_messages` modules of this package:
-`build_messages` (the build's errors) and `read_messages` (a built dataset read back), each text a `bilingual.Text` pair laid out by the helpers of
+`build_messages` (the build's errors), `job_messages` (the problems found in a declared
+job: its arguments, job file, run options and Beam flags) and `read_messages` (a built
+dataset read back), each text a `bilingual.Text` pair laid out by the helpers of
 `bilingual`. This module is the catalogue:
 every class is importable from here and rebuilt from JSON by its name here, while the
 classes live by concept in `config_errors` (arguments and job files),

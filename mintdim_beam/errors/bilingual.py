@@ -7,7 +7,7 @@ helpers below build each paragraph as an English/Vietnamese pair so a fact can n
 appear in one language and be forgotten in the other.
 
 This module holds no wording: the texts themselves are the `*_messages` modules beside
-it (`build_messages`, `read_messages`).
+it (`build_messages`, `job_messages`, `read_messages`).
 """
 
 from __future__ import annotations

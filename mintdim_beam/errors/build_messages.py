@@ -4,8 +4,10 @@ The wording of every error a build raises (the configuration, the tokenizer, the
 files and records, the output directories, the stores), kept apart from the error
 classes (`config_errors`, `tokenizer_errors`, `data_errors`) so the two languages are
 reviewed side by side and the classes are about facts rather than phrasing. The
-texts of reading a built dataset back are `read_messages`. Each text is a `bilingual.Text` pair; a
-template names its facts as ``{placeholders}``, the same in both languages.
+problems the launcher finds in a declared job, which these errors carry, are
+`job_messages`; the texts of reading a built dataset back are `read_messages`. Each
+text is a `bilingual.Text` pair; a template names its facts as ``{placeholders}``, the
+same in both languages.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ RULE = Text("Rule:", "Quy tắc:")
 FIX = Text("Fix:", "Cách sửa:")
 DIRECTORY = Text("Directory:", "Thư mục:")
 SUPPORTS = Text("MintDim supports:", "MintDim hỗ trợ:")
+#: Put after an unknown name (a tokenizer type, a job file's section or key) when one is close.
+DID_YOU_MEAN = Text(" (did you mean {close!r}?)", " (có phải ý bạn là {close!r}?)")
 
 # ---------------------------------------------------------------------------
 # PipelineValidationError
@@ -156,7 +160,6 @@ TOKENIZER_TYPE_VALUE = Text(
     "tokenizer.type is {value}{hint}; it must be one of: {choices}",
     "tokenizer.type là {value}{hint}; giá trị hợp lệ: {choices}",
 )
-TOKENIZER_TYPE_HINT = Text(" (did you mean {close!r}?)", " (có phải ý bạn là {close!r}?)")
 
 TOKENIZER_UNLOADABLE = Text(
     "Tokenizer file cannot be loaded.",
@@ -341,6 +344,12 @@ TEMPLATE_UNK_POLICY = Text(
     "Policy: --on-template-unk continue trên dòng lệnh, on_template_unk: continue trong "
     "section run của job file, hoặc .run(on_template_unk=\"continue\") trong Python "
     "(khi đó mọi sample đều mang các token UNK của literal).",
+)
+# Not in the spec: asked (on_template_unk prompt, at a terminal) before the error is raised;
+# each block is shown beside its language's tag, one line of the question a line.
+TEMPLATE_UNK_QUESTION = Text(
+    "Static-text tokens will be UNK in every encoded sample.\nContinue building?",
+    "Token của static-text sẽ là UNK ở mọi sample.\nTiếp tục build?",
 )
 
 # ---------------------------------------------------------------------------

@@ -92,8 +92,7 @@ def _tokenizer_type_text(value: Any) -> B.Text:
     import difflib
 
     close = difflib.get_close_matches(str(value), M.TOKENIZER_TYPES, n=1, cutoff=0.6)
-    hint = B.Text("", "") if not close else B.Text(
-        M.TOKENIZER_TYPE_HINT.en.format(close=close[0]), M.TOKENIZER_TYPE_HINT.vi.format(close=close[0]))
+    hint = B.Text("", "") if not close else M.DID_YOU_MEAN.format(close=close[0])
     choices = ", ".join(M.TOKENIZER_TYPES)
     return B.Text(
         M.TOKENIZER_TYPE_VALUE.en.format(value=repr(value), hint=hint.en, choices=choices),
