@@ -222,7 +222,9 @@ def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
         files=[os.path.join(DEMO_DIR, "instructions.jsonl"), os.path.join(DEMO_DIR, "chat_vi.jsonl")],
         fields=[["instruction", "input", "output"], ["prompt", "response"]],
         templates=["### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{output}",
-                   "Người dùng: {prompt}\n\nTrợ lý: {response}"],
+                   # "User: {prompt}\n\nAssistant: {response}" in Vietnamese, escaped: the package's
+                   # source spells Vietnamese only in the errors layer's wording
+                   "Ng\u01b0\u1eddi d\xf9ng: {prompt}\n\nTr\u1ee3 l\xfd: {response}"],
         tokenizer_kind=SENTENCEPIECE,
         tokenizer_files=[os.path.join(DEMO_DIR, "demo.model")],
         sizes=[[64, 128, 256], [64, 128, 192]],
