@@ -10,7 +10,8 @@ import pickle
 import pytest
 
 from mintdim_beam import errors as E
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors import MintDimError, error_from_dict
 
 # ---------------------------------------------------------------------------
@@ -849,8 +850,8 @@ Quy tắc:
     # reading a dataset back: one line per language, the location first
     "reader_record": (
         lambda: E.ReaderError("record", "out", shard="unit_16/shard_000002.bin", record=7, sample_id=40, line=41,
-                              detail=M.joined([M.read_text("magic", got=0x12, want=0xFFFF),
-                                               M.read_text("vocab", id=900, at=2, vocab=800)])),
+                              detail=B.joined([R.read_text("magic", got=0x12, want=0xFFFF),
+                                               R.read_text("vocab", id=900, at=2, vocab=800)])),
         """[english] ReaderError: out: unit_16/shard_000002.bin record 7 (sample 40, sample_index.jsonl line 41): \
 magic is 0x12, expected 0xffff; token id 900 at payload position 2 is >= the vocabulary size 800 (manifest.json)
 
@@ -1176,3 +1177,109 @@ def test_reading_errors_keep_where_they_happened():
     assert (rebuilt.shard, rebuilt.record, rebuilt.sample_id) == (err.shard, err.record, err.sample_id)
     with pytest.raises(TypeError, match="unknown kind"):
         E.ReaderError("no_such_problem", "out")
+
+
+# ---------------------------------------------------------------------------
+# Wording: the *_messages modules
+# ---------------------------------------------------------------------------
+
+import pkgutil
+import string
+import unicodedata
+from pathlib import Path
+
+import mintdim_beam
+import mintdim_beam.errors
+
+MESSAGE_MODULES = sorted(m.name for m in pkgutil.iter_modules(mintdim_beam.errors.__path__)
+                         if m.name.endswith("_messages"))
+# A text whose two blocks say different things on purpose: a relayed error's English
+# block is the whole original text, its Vietnamese block a note pointing at it.
+ONE_SIDED = {"read_messages.READ_PROBLEMS['relayed']"}
+
+
+def _texts(value, label):
+    """Every `Text` in a message module's value (a constant, a table, a tuple of rules)."""
+    if isinstance(value, B.Text):
+        yield label, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(item, f"{label}[{key!r}]")
+    elif isinstance(value, tuple):
+        for i, item in enumerate(value):
+            yield from _texts(item, f"{label}[{i}]")
+
+
+def _all_texts():
+    import importlib
+
+    for name in MESSAGE_MODULES:
+        module = importlib.import_module(f"mintdim_beam.errors.{name}")
+        for attr, value in vars(module).items():
+            if not attr.startswith("_"):
+                yield from _texts(value, f"{name}.{attr}")
+
+
+def _placeholders(template: str):
+    """The facts a template names (``{value!r}`` and ``{got:#x}`` name ``value``, ``got``);
+    None for a text that is not a template (a literal brace, shown as it is)."""
+    try:
+        return {field.split(".")[0].split("[")[0]
+                for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+    except ValueError:
+        return None
+
+
+def test_message_modules_are_found():
+    assert {"build_messages", "job_messages", "read_messages"} <= set(MESSAGE_MODULES)
+    assert len(dict(_all_texts())) > 250
+
+
+def test_every_message_pair_names_the_same_placeholders_in_both_languages():
+    """A fact filled into one block only would be missing from the other. English alone
+    inflects nouns (`plural_en`), so an English ``{..._word}`` has no Vietnamese twin."""
+    wrong = []
+    for label, text in _all_texts():
+        en, vi = _placeholders(text.en), _placeholders(text.vi)
+        if label in ONE_SIDED:
+            continue
+        if en is None or vi is None:
+            if (en is None) != (vi is None):
+                wrong.append((label, text))
+            continue
+        if {name for name in en if not name.endswith("_word")} != vi:
+            wrong.append((label, en, vi))
+    assert wrong == []
+
+
+def _vietnamese_letters() -> set:
+    """Every letter of the Vietnamese alphabet that is not plain ASCII, both cases."""
+    tones = "\u0300\u0301\u0303\u0309\u0323"    # grave, acute, tilde, hook above, dot below
+    vowels = "aăâeêioôơuưy"
+    letters = set("ăâđêôơư") | {unicodedata.normalize("NFC", v + t) for v in vowels for t in tones}
+    return letters | {letter.upper() for letter in letters}
+
+
+def test_vietnamese_is_written_only_in_the_message_modules():
+    """Every English/Vietnamese text has one home, `mintdim_beam/errors/*_messages.py`: a
+    Vietnamese wording anywhere else in the package (an inline ``problem_vi=``) would be
+    out of reach of the pair checks above."""
+    letters = _vietnamese_letters()
+    package = Path(mintdim_beam.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("errors/") and path.stem.endswith("_messages"):
+            continue
+        text = unicodedata.normalize("NFC", path.read_text(encoding="utf-8"))
+        for number, line in enumerate(text.splitlines(), 1):
+            if any(ch in letters for ch in line):
+                found.append(f"{relative}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_text_format_fills_each_block_in_its_own_language():
+    template = B.Text("{name} is above the maximum {maximum} ({why!r})", "{name} vượt quá {maximum} ({why!r})")
+    filled = template.format(name="build_batch", maximum=B.number(1 << 20), why=B.Text("en", "vi"))
+    assert filled == B.Text("build_batch is above the maximum 1,048,576 ('en')",
+                            "build_batch vượt quá 1.048.576 ('vi')")

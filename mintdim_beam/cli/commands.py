@@ -33,6 +33,7 @@ from typing import Optional, Sequence
 
 from mintdim_beam.cli import consumer_commands as consumer_cli
 from mintdim_beam import errors
+from mintdim_beam.errors import job_messages as J
 from mintdim_beam.cli import flags
 from mintdim_beam.launch.api import job_file_error, demo_job, load_job_file
 from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, check_build_id, resolve, run_settings
@@ -61,8 +62,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     if build_id is not None:
         check_build_id(build_id)
         if not run["versioned"]:
-            raise job_file_error("--build-id needs versioned output roots (--versioned or run.versioned: true)",
-                                 "--build-id cần output root có phiên bản (--versioned hoặc run.versioned: true)")
+            raise job_file_error(J.NEEDS_VERSIONED.format(option="--build-id"))
     if getattr(args, "no_accelerators", False):
         run["accelerators"] = False
     policies = Policies(

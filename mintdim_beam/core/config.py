@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from mintdim_beam import errors
+from mintdim_beam.errors import build_messages as M
+from mintdim_beam.errors import job_messages as J
+from mintdim_beam.errors.bilingual import Text, number
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
 from mintdim_beam.format.names import LATEST
@@ -91,11 +94,9 @@ class Policies:
         ):
             value = getattr(self, name)
             if value not in allowed:
+                problem = J.ONE_OF.format(name=name, choices=", ".join(allowed), value=value)
                 raise errors.PipelineValidationError.invalid(
-                    problem=f"{name} must be one of {', '.join(allowed)}, got {value!r}",
-                    rules=[f"{name}: {' | '.join(allowed)}"],
-                    problem_vi=f"{name} phải là một trong {', '.join(allowed)}, hiện tại là {value!r}",
-                )
+                    problem=problem.en, rules=[f"{name}: {' | '.join(allowed)}"], problem_vi=problem.vi)
 
 
 @dataclass(frozen=True)
@@ -193,21 +194,18 @@ def _missing(job: JobSpec) -> list[str]:
     return [name for name, value in checks if value is None or (isinstance(value, (list, tuple)) and not value)]
 
 
-def _check_list(name: str, value, item_check, item_desc: str, item_desc_vi: str):
-    """``item_desc``/``item_desc_vi``: what every item must be, in English and Vietnamese."""
-    rules, rules_vi = [f"{name} is a list of {item_desc}"], [f"{name} là list các {item_desc_vi}"]
+def _check_list(name: str, value, item_check, items: Text):
+    """``items``: what every item must be (``job_messages.NON_EMPTY_PATHS``, ...)."""
+    rule = J.LIST_RULE.format(name=name, items=items)
     if not isinstance(value, (list, tuple)):
+        problem = J.NOT_A_LIST.format(name=name, type_name=type(value).__name__)
         raise errors.PipelineValidationError.invalid(
-            problem=f"{name} must be a list, got {type(value).__name__}", rules=rules,
-            problem_vi=f"{name} phải là một list, hiện tại là {type(value).__name__}", rules_vi=rules_vi,
-        )
+            problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])
     for i, item in enumerate(value):
         if not item_check(item):
+            problem = J.LIST_ITEM.format(name=name, index=i, items=items, type_name=type(item).__name__)
             raise errors.PipelineValidationError.invalid(
-                problem=f"{name}[{i}] must be {item_desc}, got {type(item).__name__}", rules=rules,
-                problem_vi=f"{name}[{i}] phải thuộc loại {item_desc_vi}, hiện tại là {type(item).__name__}",
-                rules_vi=rules_vi,
-            )
+                problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])
 
 
 def normalize_dir(path: str) -> str:
@@ -228,19 +226,13 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     if missing:
         raise errors.PipelineValidationError(missing=missing)
 
-    _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, "non-empty path strings",
-                "chuỗi đường dẫn không rỗng")
+    _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, J.NON_EMPTY_PATHS)
     _check_list("source.fields", job.fields,
-                lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x),
-                "lists of field names", "list tên field")
-    _check_list("source.templates", job.templates, lambda x: isinstance(x, str), "template strings",
-                "chuỗi template")
+                lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x), J.FIELD_NAME_LISTS)
+    _check_list("source.templates", job.templates, lambda x: isinstance(x, str), J.TEMPLATE_STRINGS)
     if not isinstance(job.tokenizer_files, (list, tuple)):
-        got = type(job.tokenizer_files).__name__
-        raise errors.TokenizerValidationError(
-            component="files", problem=f"tokenizer.files must be a list, got {got}",
-            problem_vi=f"tokenizer.files phải là một list, hiện tại là {got}",
-        )
+        problem = J.NOT_A_LIST.format(name="tokenizer.files", type_name=type(job.tokenizer_files).__name__)
+        raise errors.TokenizerValidationError(component="files", problem=problem.en, problem_vi=problem.vi)
     for path in job.tokenizer_files:
         if not isinstance(path, str):
             raise errors.TokenizerValidationError(
@@ -249,20 +241,15 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     if job.tokenizer_kind not in (SENTENCEPIECE, HF_JSON):
         raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=job.tokenizer_kind)
     if not isinstance(job.sizes, (list, tuple)) or not all(isinstance(s, (list, tuple)) for s in job.sizes):
-        raise errors.UnitValidationError(problem="sizes must be a list of lists of positive integers",
-                                         problem_vi="sizes phải là một list gồm các list số nguyên dương")
+        raise errors.UnitValidationError(problem=J.SIZES_NOT_LISTS.en, problem_vi=J.SIZES_NOT_LISTS.vi)
     if not isinstance(job.build_batch, (list, tuple)):
-        raise errors.UnitValidationError(problem="build_batch must be a list of positive integers",
-                                         problem_vi="build_batch phải là một list các số nguyên dương")
+        raise errors.UnitValidationError(problem=J.BUILD_BATCH_NOT_LIST.en, problem_vi=J.BUILD_BATCH_NOT_LIST.vi)
     output_dirs = [job.output_dirs] if isinstance(job.output_dirs, str) else job.output_dirs
-    _check_list("output.dir", output_dirs, lambda x: isinstance(x, str) and x, "non-empty path strings",
-                "chuỗi đường dẫn không rỗng")
+    _check_list("output.dir", output_dirs, lambda x: isinstance(x, str) and x, J.NON_EMPTY_PATHS)
     if not isinstance(job.samples_per_shard, (list, tuple)):
-        got = type(job.samples_per_shard).__name__
-        raise errors.SamplesPerShardError(
-            f"samples_per_shard must be a list of positive ints, got {got} {job.samples_per_shard!r}",
-            f"samples_per_shard phải là một list các số nguyên dương, hiện tại là {got} "
-            f"{job.samples_per_shard!r}")
+        problem = J.SAMPLES_PER_SHARD_NOT_LIST.format(type_name=type(job.samples_per_shard).__name__,
+                                                      value=job.samples_per_shard)
+        raise errors.SamplesPerShardError(problem.en, problem.vi)
 
     n = len(job.files)
     fields = _broadcast(list(job.fields), n, errors.FieldMappingError(files=n, got=len(job.fields)))
@@ -277,34 +264,28 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
         if not _is_int(value) or value <= 0:
             raise errors.SamplesPerShardError.not_positive(index=i, value=value)
         if value > MAX_SAMPLES_PER_SHARD:
-            raise errors.SamplesPerShardError(
-                f"samples_per_shard[{i}] is {value}, above the maximum {MAX_SAMPLES_PER_SHARD:,}",
-                f"samples_per_shard[{i}] là {value}, vượt quá giá trị tối đa "
-                f"{MAX_SAMPLES_PER_SHARD:,}".replace(",", "."))
+            problem = J.SAMPLES_PER_SHARD_TOO_LARGE.format(index=i, value=value,
+                                                           maximum=number(MAX_SAMPLES_PER_SHARD))
+            raise errors.SamplesPerShardError(problem.en, problem.vi)
     sps = _broadcast(list(job.samples_per_shard), n, None)
 
     for unit_sizes in job.sizes:
         if not unit_sizes or not all(_is_int(s) and s > 0 for s in unit_sizes):
-            raise errors.UnitValidationError(problem=f"sizes must be positive integers, got {list(unit_sizes)}",
-                                             problem_vi=f"sizes phải là các số nguyên dương, hiện tại là "
-                                                        f"{list(unit_sizes)}")
+            problem = J.SIZES_NOT_POSITIVE.format(sizes=list(unit_sizes))
+            raise errors.UnitValidationError(problem=problem.en, problem_vi=problem.vi)
         if any(a >= b for a, b in zip(unit_sizes, unit_sizes[1:])):
-            raise errors.UnitValidationError(problem=f"sizes must be sorted ascending, got {list(unit_sizes)}",
-                                             problem_vi=f"sizes phải được sắp xếp tăng dần, hiện tại là "
-                                                        f"{list(unit_sizes)}")
+            problem = J.SIZES_NOT_ASCENDING.format(sizes=list(unit_sizes))
+            raise errors.UnitValidationError(problem=problem.en, problem_vi=problem.vi)
         if unit_sizes[-1] > MAX_UNIT_SIZE:
-            raise errors.UnitValidationError(
-                problem=f"unit size {unit_sizes[-1]} is above the maximum {MAX_UNIT_SIZE:,} tokens",
-                problem_vi=f"unit size {unit_sizes[-1]} vượt quá giá trị tối đa "
-                           f"{MAX_UNIT_SIZE:,} token".replace(",", "."))
+            problem = J.UNIT_SIZE_TOO_LARGE.format(size=unit_sizes[-1], maximum=number(MAX_UNIT_SIZE))
+            raise errors.UnitValidationError(problem=problem.en, problem_vi=problem.vi)
     for value in job.build_batch:
         if not _is_int(value) or value <= 0:
-            raise errors.UnitValidationError(problem=f"build_batch must be a positive integer, got {value!r}",
-                                             problem_vi=f"build_batch phải là số nguyên dương, hiện tại là {value!r}")
+            problem = J.BUILD_BATCH_NOT_POSITIVE.format(value=value)
+            raise errors.UnitValidationError(problem=problem.en, problem_vi=problem.vi)
         if value > MAX_BUILD_BATCH:
-            raise errors.UnitValidationError(
-                problem=f"build_batch {value} is above the maximum {MAX_BUILD_BATCH:,}",
-                problem_vi=f"build_batch {value} vượt quá giá trị tối đa {MAX_BUILD_BATCH:,}".replace(",", "."))
+            problem = J.BUILD_BATCH_TOO_LARGE.format(value=value, maximum=number(MAX_BUILD_BATCH))
+            raise errors.UnitValidationError(problem=problem.en, problem_vi=problem.vi)
     for path in job.tokenizer_files:
         check_kind_of_path(job.tokenizer_kind, path)
 
@@ -366,36 +347,28 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
 def check_index_layout(value) -> str:
     """``index_layout``: ``file`` (default) or ``parts``."""
     if value not in INDEX_LAYOUTS:
+        problem = J.ONE_OF.format(name="index_layout", choices=", ".join(INDEX_LAYOUTS), value=value)
         raise errors.PipelineValidationError.invalid(
-            problem=f"index_layout must be one of {', '.join(INDEX_LAYOUTS)}, got {value!r}",
-            rules=["run.index_layout: file (one file per index, default) | parts (sample_index/part-NNNNN.jsonl, "
-                   "... one part per input block, published without concatenating)"],
-            problem_vi=f"index_layout phải là một trong {', '.join(INDEX_LAYOUTS)}, hiện tại là {value!r}",
-            rules_vi=["run.index_layout: file (mỗi index một file, mặc định) | parts (sample_index/part-NNNNN.jsonl, "
-                      "... mỗi khối đầu vào một part, publish không cần nối file)"])
+            problem=problem.en, rules=[J.INDEX_LAYOUT_RULE.en],
+            problem_vi=problem.vi, rules_vi=[J.INDEX_LAYOUT_RULE.vi])
     return value
 
 
 def _check_accelerators(value) -> None:
     if not isinstance(value, bool):
+        problem = J.ACCELERATORS_NOT_BOOL.format(value=value)
         raise errors.PipelineValidationError.invalid(
-            problem=f"accelerators must be true or false, got {value!r}",
-            rules=["run.accelerators: true | false (default true)"],
-            problem_vi=f"accelerators phải là true hoặc false, hiện tại là {value!r}",
-            rules_vi=["run.accelerators: true | false (mặc định true)"])
+            problem=problem.en, rules=[J.ACCELERATORS_RULE.en],
+            problem_vi=problem.vi, rules_vi=[J.ACCELERATORS_RULE.vi])
 
 
 def check_block_size(block_size) -> int:
     """``block_size``: an int (never a bool, a float or a string) of 1 KiB .. 1 GiB."""
     if not _is_int(block_size) or not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:
+        problem = J.BLOCK_SIZE_RANGE.format(least=MIN_BLOCK_SIZE, most=MAX_BLOCK_SIZE, value=block_size)
         raise errors.PipelineValidationError.invalid(
-            problem=f"block_size must be an integer from {MIN_BLOCK_SIZE} to {MAX_BLOCK_SIZE} bytes, "
-                    f"got {block_size!r}",
-            rules=["block_size is the byte size of the input blocks read by one worker"],
-            problem_vi=f"block_size phải là số nguyên từ {MIN_BLOCK_SIZE} đến {MAX_BLOCK_SIZE} byte, "
-                       f"hiện tại là {block_size!r}",
-            rules_vi=["block_size là số byte của mỗi khối đầu vào một worker đọc"],
-        )
+            problem=problem.en, rules=[J.BLOCK_SIZE_RULE.en],
+            problem_vi=problem.vi, rules_vi=[J.BLOCK_SIZE_RULE.vi])
     return block_size
 
 
@@ -434,22 +407,16 @@ def describe_sources(config: BuildConfig, output: OutputSpec) -> dict:
 # --------------------------------------------------------------------------- job files and run options
 
 
-def _job_rules() -> list:
-    return ["job file sections: " + ", ".join(f"{k} ({', '.join(v)})" for k, v in JOB_SECTIONS.items())]
-
-
-def _job_error(problem: str, problem_vi: str) -> errors.PipelineValidationError:
-    rules = _job_rules()
+def _job_error(problem: Text) -> errors.PipelineValidationError:
+    sections = ", ".join(f"{k} ({', '.join(v)})" for k, v in JOB_SECTIONS.items())
+    rule = J.JOB_SECTIONS_RULE.format(sections=sections)
     return errors.PipelineValidationError.invalid(
-        problem=problem, rules=rules, problem_vi=problem_vi,
-        rules_vi=[r.replace("job file sections", "các section của job file") for r in rules])
+        problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])
 
 
-def _did_you_mean(name, known) -> tuple[str, str]:
+def _did_you_mean(name, known) -> Text:
     close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
-    if not close:
-        return "", ""
-    return f" (did you mean {close[0]!r}?)", f" (có phải ý bạn là {close[0]!r}?)"
+    return M.DID_YOU_MEAN.format(close=close[0]) if close else Text("", "")
 
 
 def check_job_sections(data, path: str) -> None:
@@ -459,22 +426,18 @@ def check_job_sections(data, path: str) -> None:
     ``smaples_per_shard`` does not read as a missing setting.
     """
     if not isinstance(data, dict):
-        raise _job_error(f"job file {path} must hold a mapping of sections",
-                         f"job file {path} phải chứa một mapping các section")
+        raise _job_error(J.JOB_NOT_MAPPING.format(path=path))
     for section, value in data.items():
         if section not in JOB_SECTIONS:
-            en, vi = _did_you_mean(section, JOB_SECTIONS)
-            raise _job_error(f"unknown section {section!r} in {path}{en}",
-                             f"section không xác định {section!r} trong {path}{vi}")
+            raise _job_error(J.JOB_UNKNOWN_SECTION.format(section=section, path=path,
+                                                          hint=_did_you_mean(section, JOB_SECTIONS)))
         if not isinstance(value, dict):
-            raise _job_error(f"section {section!r} of {path} must be a mapping, got {type(value).__name__}",
-                             f"section {section!r} của {path} phải là một mapping, hiện tại là "
-                             f"{type(value).__name__}")
+            raise _job_error(J.JOB_SECTION_NOT_MAPPING.format(section=section, path=path,
+                                                              type_name=type(value).__name__))
         for key in value:
             if key not in JOB_SECTIONS[section]:
-                en, vi = _did_you_mean(key, JOB_SECTIONS[section])
-                raise _job_error(f"unknown key {key!r} in section {section!r} of {path}{en}",
-                                 f"key không xác định {key!r} trong section {section!r} của {path}{vi}")
+                raise _job_error(J.JOB_UNKNOWN_KEY.format(key=key, section=section, path=path,
+                                                          hint=_did_you_mean(key, JOB_SECTIONS[section])))
 
 
 def run_settings(run: dict) -> dict:
@@ -487,39 +450,29 @@ def run_settings(run: dict) -> dict:
     for name in RUN_FLAGS:
         value = checked.get(name, False)
         if not isinstance(value, bool):
-            raise _job_error(
-                f"run.{name} must be true or false (a YAML boolean, without quotes), got {value!r}",
-                f"run.{name} phải là true hoặc false (boolean YAML, không có dấu nháy), hiện tại là {value!r}")
+            raise _job_error(J.RUN_FLAG_NOT_BOOL.format(name=name, value=value))
         checked[name] = value
     for name, allowed in (("on_overflow", OVERFLOW_POLICIES), ("on_template_unk", TEMPLATE_UNK_POLICIES),
                           ("on_bad_record", BAD_RECORD_POLICIES)):
         value = checked.get(name)
         if value is not None and value not in allowed:
+            problem = J.ONE_OF.format(name=f"run.{name}", choices=", ".join(allowed), value=value)
             raise errors.PipelineValidationError.invalid(
-                problem=f"run.{name} must be one of {', '.join(allowed)}, got {value!r}",
-                rules=[f"{name}: {' | '.join(allowed)}"],
-                problem_vi=f"run.{name} phải là một trong {', '.join(allowed)}, hiện tại là {value!r}",
-            )
+                problem=problem.en, rules=[f"{name}: {' | '.join(allowed)}"], problem_vi=problem.vi)
     if "block_size" in checked:
         checked["block_size"] = check_block_size(checked["block_size"])
     checked["accelerators"] = checked.get("accelerators", True)
     _check_accelerators(checked["accelerators"])
     checked["index_layout"] = check_index_layout(checked.get("index_layout", "file"))
     if checked["skip_unchanged"] and not checked["versioned"]:
-        raise _job_error("skip_unchanged needs versioned output roots (--versioned or run.versioned: true)",
-                         "skip_unchanged cần output root có phiên bản (--versioned hoặc run.versioned: true)")
+        raise _job_error(J.NEEDS_VERSIONED.format(option="skip_unchanged"))
     return checked
 
 
 def check_build_id(build_id) -> str:
     """A build id names ``ROOT/<build-id>/``: one plain path component, never ``LATEST``."""
     if not isinstance(build_id, str) or not BUILD_ID_PATTERN.fullmatch(build_id) or build_id == LATEST:
+        problem, rule = J.BUILD_ID_NOT_PLAIN.format(build_id=build_id), J.BUILD_ID_RULE.format(latest=LATEST)
         raise errors.PipelineValidationError.invalid(
-            problem=f"build id {build_id!r} is not a plain name",
-            rules=["a build id is 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or "
-                   f"digit, and not {LATEST}: it names ROOT/<build-id>/"],
-            problem_vi=f"build id {build_id!r} không phải là một tên đơn giản",
-            rules_vi=["build id gồm 1 đến 128 chữ cái, chữ số, '.', '_' hoặc '-', bắt đầu bằng chữ cái "
-                      f"hoặc chữ số, và khác {LATEST}: nó là tên của ROOT/<build-id>/"],
-        )
+            problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])
     return build_id

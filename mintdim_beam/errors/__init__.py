@@ -12,12 +12,16 @@ is not the error's source of truth, though: each error also keeps the facts behi
   from the same facts (`error`, `reason`), so the index and the abort message agree.
 * Tests and callers can check what went wrong without parsing prose.
 
-The wording itself lives in `mintdim_beam.errors.messages`. This module is the catalogue:
+Every English/Vietnamese text lives in the `*_messages` modules of this package:
+`build_messages` (the build's errors), `job_messages` (the problems found in a declared
+job: its arguments, job file, run options and Beam flags) and `read_messages` (a built
+dataset read back), each text a `bilingual.Text` pair laid out by the helpers of
+`bilingual`. This module is the catalogue:
 every class is importable from here and rebuilt from JSON by its name here, while the
 classes live by concept in `config_errors` (arguments and job files),
 `tokenizer_errors` (the tokenizer's file, tokens and vocabulary), `data_errors`
 (input files, records, output directories, stores) and `read_errors` (a built dataset
-read back: the reader, the report, the consumer commands), on the base in `error_base`.
+read back: the reader, the report, the consumer commands), on the base in `base`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import numbers
 import os
 from typing import Any, ClassVar, Mapping, Sequence
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
 
 # Public error classes by name, filled as each class is defined, so `errors.error_from_dict`
 # can rebuild the right class.
@@ -110,8 +110,8 @@ class MintDimError(Exception):
         return err
 
     @classmethod
-    def _render(cls, title: M.Text, paragraphs: Sequence[M.Text]) -> tuple[str, str]:
-        return M.render(cls.__name__, title, paragraphs)
+    def _render(cls, title: B.Text, paragraphs: Sequence[B.Text]) -> tuple[str, str]:
+        return B.render(cls.__name__, title, paragraphs)
 
     def __str__(self) -> str:
         return "[english] " + self.english + "\n\n[vietnam] " + self.vietnamese

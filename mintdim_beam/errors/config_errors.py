@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Iterable, Sequence
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors.base import MintDimError, as_list, fact_dict, plain_value
 
 
@@ -30,7 +31,7 @@ class PipelineValidationError(MintDimError):
         facts = fact_dict(missing=as_list(missing))
         english, vietnamese = self._render(
             M.PIPELINE_INCOMPLETE,
-            [M.PIPELINE_MISSING, M.bullets(facts["missing"]), M.PIPELINE_MISSING_NOTE],
+            [M.PIPELINE_MISSING, B.bullets(facts["missing"]), M.PIPELINE_MISSING_NOTE],
         )
         super().__init__(english, vietnamese, facts)
 
@@ -54,9 +55,9 @@ class PipelineValidationError(MintDimError):
             problem_vi=problem_vi,
             rules_vi=None if rules_vi is None else as_list(rules_vi),
         )
-        paragraphs = [M.labeled(M.PROBLEM, facts["problem"], facts["problem_vi"])]
+        paragraphs = [B.labeled(M.PROBLEM, facts["problem"], facts["problem_vi"])]
         if facts["rules"]:
-            paragraphs += [M.RULES, M.bullets(facts["rules"], facts["rules_vi"])]
+            paragraphs += [M.RULES, B.bullets(facts["rules"], facts["rules_vi"])]
         english, vietnamese = cls._render(M.PIPELINE_INVALID, paragraphs)
         return cls._make(english, vietnamese, facts)
 
@@ -83,16 +84,16 @@ class _FileCountMappingError(MintDimError):
     @classmethod
     def _render_count(cls, files: int, got: int) -> tuple[str, str]:
         text = cls._text
-        title = M.Text(
+        title = B.Text(
             M.MAPPING_TITLE.en.format(
                 files=files,
-                file_word=M.plural_en(files, "file", "files"),
+                file_word=B.plural_en(files, "file", "files"),
                 got=got,
-                noun=M.plural_en(got, text.noun_en, text.nouns_en),
+                noun=B.plural_en(got, text.noun_en, text.nouns_en),
             ),
             M.MAPPING_TITLE.vi.format(files=files, got=got, noun=text.noun_vi),
         )
-        return cls._render(title, [M.SUPPORTS, M.bullet_pairs([text.shared, text.per_file])])
+        return cls._render(title, [M.SUPPORTS, B.bullet_pairs([text.shared, text.per_file])])
 
 
 class TokenizerMappingError(_FileCountMappingError):
@@ -142,11 +143,11 @@ class OutputMappingError(_FileCountMappingError):
         english, vietnamese = cls._render(
             M.OUTPUT_OVERLAP,
             [
-                M.labeled(M.DIRECTORY, facts["directory"]),
-                M.labeled(M.OUTPUT_OVERLAPS_WITH, facts["other"]),
-                M.labeled(M.PROBLEM, text.en.format(resolved=facts["resolved"]),
+                B.labeled(M.DIRECTORY, facts["directory"]),
+                B.labeled(M.OUTPUT_OVERLAPS_WITH, facts["other"]),
+                B.labeled(M.PROBLEM, text.en.format(resolved=facts["resolved"]),
                           text.vi.format(resolved=facts["resolved"])),
-                M.labeled(M.FIX, M.OUTPUT_OVERLAP_FIX.en, M.OUTPUT_OVERLAP_FIX.vi),
+                B.labeled(M.FIX, M.OUTPUT_OVERLAP_FIX.en, M.OUTPUT_OVERLAP_FIX.vi),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -158,10 +159,10 @@ class OutputMappingError(_FileCountMappingError):
         english, vietnamese = cls._render(
             M.OUTPUT_HOLDS_INPUT,
             [
-                M.labeled(M.DIRECTORY, facts["directory"]),
-                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
-                M.labeled(M.FILE, facts["path"]),
-                M.labeled(M.FIX, M.OUTPUT_HOLDS_INPUT_FIX.en, M.OUTPUT_HOLDS_INPUT_FIX.vi),
+                B.labeled(M.DIRECTORY, facts["directory"]),
+                B.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                B.labeled(M.FILE, facts["path"]),
+                B.labeled(M.FIX, M.OUTPUT_HOLDS_INPUT_FIX.en, M.OUTPUT_HOLDS_INPUT_FIX.vi),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -177,9 +178,9 @@ class OutputMappingError(_FileCountMappingError):
         english, vietnamese = cls._render(
             M.OUTPUT_INCONSISTENT,
             [
-                M.labeled(M.DIRECTORY, facts["directory"]),
-                M.labeled(M.FILES, M.words(facts["files"])),
-                M.labeled(M.OUTPUT_DIFFERS, facts["differs"]),
+                B.labeled(M.DIRECTORY, facts["directory"]),
+                B.labeled(M.FILES, B.words(facts["files"])),
+                B.labeled(M.OUTPUT_DIFFERS, facts["differs"]),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -214,7 +215,7 @@ class TemplateFieldMismatchError(MintDimError):
         reason_en: str,
         reason_vi: str | None = None,
     ) -> None:
-        reason = M.Text(reason_en, reason_en if reason_vi is None else reason_vi)
+        reason = B.Text(reason_en, reason_en if reason_vi is None else reason_vi)
         self._init_error(*self._compose("mismatch", file, fields, template, field, reason))
 
     @classmethod
@@ -225,7 +226,7 @@ class TemplateFieldMismatchError(MintDimError):
         fields: Sequence[str],
         template: str,
         field: str,
-        reason: M.Text,
+        reason: B.Text,
         **extra: Any,
     ) -> tuple[str, str, dict[str, Any]]:
         facts = fact_dict(
@@ -241,13 +242,13 @@ class TemplateFieldMismatchError(MintDimError):
         declaration = M.TEMPLATE_DECLARATION_VALUE.format(
             fields=facts["fields"], template=facts["template"]
         )
-        mismatch = M.Text(
+        mismatch = B.Text(
             f"{M.TEMPLATE_MISMATCH_FIELD.en} {facts['field']} {M.REASON.en} {reason.en}",
             f"{M.TEMPLATE_MISMATCH_FIELD.vi} {facts['field']} {M.REASON.vi} {reason.vi}",
         )
         english, vietnamese = cls._render(
-            M.labeled(M.TEMPLATE_SOURCE_FILE, facts["file"]),
-            [M.labeled(M.TEMPLATE_DECLARATION, declaration), mismatch],
+            B.labeled(M.TEMPLATE_SOURCE_FILE, facts["file"]),
+            [B.labeled(M.TEMPLATE_DECLARATION, declaration), mismatch],
         )
         return english, vietnamese, facts
 
@@ -256,7 +257,7 @@ class TemplateFieldMismatchError(MintDimError):
         cls, file: str, fields: Sequence[str], template: str, field: str
     ) -> "TemplateFieldMismatchError":
         """The template uses `{field}` but `fields` does not declare it."""
-        reason = M.Text(
+        reason = B.Text(
             M.TEMPLATE_UNDECLARED.en.format(field=field),
             M.TEMPLATE_UNDECLARED.vi.format(field=field),
         )
@@ -269,7 +270,7 @@ class TemplateFieldMismatchError(MintDimError):
         cls, file: str, fields: Sequence[str], template: str, field: str
     ) -> "TemplateFieldMismatchError":
         """`fields` declares `field` but the template never uses `{field}`."""
-        reason = M.Text(
+        reason = B.Text(
             M.TEMPLATE_UNUSED.en.format(field=field),
             M.TEMPLATE_UNUSED.vi.format(field=field),
         )
@@ -318,8 +319,8 @@ class UnitValidationError(MintDimError):
         if problem_vi is not None:
             facts["problem_vi"] = plain_value(problem_vi)
         paragraphs = [] if facts["problem"] is None else [
-            M.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi"))]
-        paragraphs += [M.RULES, M.bullet_pairs(M.UNIT_RULES)]
+            B.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi"))]
+        paragraphs += [M.RULES, B.bullet_pairs(M.UNIT_RULES)]
         english, vietnamese = self._render(M.UNIT_INVALID, paragraphs)
         super().__init__(english, vietnamese, facts)
 
@@ -336,20 +337,20 @@ class SamplesPerShardError(MintDimError):
     _variant_kinds = ("not_positive", "arity")
 
     def __init__(self, problem_en: str, problem_vi: str | None = None) -> None:
-        problem = M.Text(problem_en, problem_en if problem_vi is None else problem_vi)
+        problem = B.Text(problem_en, problem_en if problem_vi is None else problem_vi)
         self._init_error(*self._compose(fact_dict(), problem))
 
     @classmethod
     def _compose(
-        cls, facts: dict[str, Any], problem: M.Text
+        cls, facts: dict[str, Any], problem: B.Text
     ) -> tuple[str, str, dict[str, Any]]:
         facts = {**facts, **fact_dict(problem_en=problem.en, problem_vi=problem.vi)}
         english, vietnamese = cls._render(
             M.SAMPLES_PER_SHARD_INVALID,
             [
-                M.labeled(M.PROBLEM, problem.en, problem.vi),
+                B.labeled(M.PROBLEM, problem.en, problem.vi),
                 M.RULES,
-                M.bullet_pairs(M.SAMPLES_PER_SHARD_RULES),
+                B.bullet_pairs(M.SAMPLES_PER_SHARD_RULES),
             ],
         )
         return english, vietnamese, facts
@@ -359,7 +360,7 @@ class SamplesPerShardError(MintDimError):
         """`samples_per_shard[index]` is not a positive int (shown with repr)."""
         facts = fact_dict(kind="not_positive", index=index, value=value)
         shown = repr(facts["value"])
-        problem = M.Text(
+        problem = B.Text(
             M.SAMPLES_PER_SHARD_NOT_POSITIVE.en.format(index=facts["index"], value=shown),
             M.SAMPLES_PER_SHARD_NOT_POSITIVE.vi.format(index=facts["index"], value=shown),
         )
@@ -369,12 +370,12 @@ class SamplesPerShardError(MintDimError):
     def arity(cls, files: int, got: int) -> "SamplesPerShardError":
         """`samples_per_shard` has `got` entries for `files` input files."""
         facts = fact_dict(kind="arity", files=files, got=got)
-        problem = M.Text(
+        problem = B.Text(
             M.SAMPLES_PER_SHARD_ARITY.en.format(
                 files=facts["files"],
-                file_word=M.plural_en(facts["files"], "file", "files"),
+                file_word=B.plural_en(facts["files"], "file", "files"),
                 got=facts["got"],
-                entry_word=M.plural_en(facts["got"], "entry", "entries"),
+                entry_word=B.plural_en(facts["got"], "entry", "entries"),
             ),
             M.SAMPLES_PER_SHARD_ARITY.vi.format(files=facts["files"], got=facts["got"]),
         )

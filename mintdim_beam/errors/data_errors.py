@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors.base import MintDimError, as_list, fact_dict
 
 
@@ -29,8 +30,8 @@ class MintDimFileNotFoundError(MintDimError):
         english, vietnamese = self._render(
             M.FILE_NOT_FOUND,
             [
-                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
-                M.labeled(M.FILE_NOT_FOUND_PATH, facts["path"]),
+                B.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                B.labeled(M.FILE_NOT_FOUND_PATH, facts["path"]),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -38,16 +39,16 @@ class MintDimFileNotFoundError(MintDimError):
     @classmethod
     def not_a_file(cls, context: str, path: str, found: str) -> "MintDimFileNotFoundError":
         """The path exists but is no readable regular file: ``found`` is a key of
-        ``messages.FILE_KINDS`` (directory, fifo, char_device, ...). A FIFO would block
+        ``build_messages.FILE_KINDS`` (directory, fifo, char_device, ...). A FIFO would block
         the build's first read forever, so it is refused before any work."""
         facts = fact_dict(kind="not_a_file", context=context, path=path, found=found)
         what = M.FILE_KINDS.get(facts["found"], M.FILE_KINDS["other"])
         english, vietnamese = cls._render(
             M.FILE_NOT_REGULAR,
             [
-                M.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
-                M.labeled(M.FILE_NOT_REGULAR_PATH, facts["path"]),
-                M.labeled(M.FILE_NOT_REGULAR_FOUND, what.en, what.vi),
+                B.labeled(M.FILE_NOT_FOUND_CONTEXT, facts["context"]),
+                B.labeled(M.FILE_NOT_REGULAR_PATH, facts["path"]),
+                B.labeled(M.FILE_NOT_REGULAR_FOUND, what.en, what.vi),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -71,9 +72,9 @@ class SourceParseError(MintDimError):
         english, vietnamese = self._render(
             M.SOURCE_PARSE,
             [
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.LINE, facts["line"]),
-                M.labeled(M.REASON, facts["reason"]),
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.REASON, facts["reason"]),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -92,11 +93,11 @@ class SourceParseError(MintDimError):
         english, vietnamese = cls._render(
             M.SOURCE_PARSE,
             [
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.LINE, facts["line"]),
-                M.labeled(M.REASON, M.SOURCE_LOOKS_COMPRESSED.en.format(compression=compression),
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.REASON, M.SOURCE_LOOKS_COMPRESSED.en.format(compression=compression),
                           M.SOURCE_LOOKS_COMPRESSED.vi.format(compression=compression)),
-                M.labeled(M.FIX, M.SOURCE_LOOKS_COMPRESSED_FIX.en.format(extension=extension),
+                B.labeled(M.FIX, M.SOURCE_LOOKS_COMPRESSED_FIX.en.format(extension=extension),
                           M.SOURCE_LOOKS_COMPRESSED_FIX.vi.format(extension=extension)),
             ],
         )
@@ -110,15 +111,15 @@ class SourceParseError(MintDimError):
         facts = fact_dict(kind="bad_compressed", file=file, line=line, compression=compression, truncated=truncated,
                        detail=detail, reason=f"{'truncated' if truncated else 'corrupt'} {compression} data")
         text = M.SOURCE_TRUNCATED if truncated else M.SOURCE_CORRUPT
-        problem = M.Text(text.en.format(compression=compression, detail=detail),
+        problem = B.Text(text.en.format(compression=compression, detail=detail),
                          text.vi.format(compression=compression, detail=detail))
         english, vietnamese = cls._render(
             M.SOURCE_PARSE,
             [
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.LINE, facts["line"]),
-                M.labeled(M.REASON, problem.en, problem.vi),
-                M.labeled(M.FIX, M.SOURCE_BAD_COMPRESSED_FIX.en, M.SOURCE_BAD_COMPRESSED_FIX.vi),
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.REASON, problem.en, problem.vi),
+                B.labeled(M.FIX, M.SOURCE_BAD_COMPRESSED_FIX.en, M.SOURCE_BAD_COMPRESSED_FIX.vi),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -153,11 +154,11 @@ class SampleSchemaError(MintDimError):
         english, vietnamese = self._render(
             M.SAMPLE_MISSING_FIELDS,
             [
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.LINE, facts["line"]),
-                M.labeled(M.SAMPLE_DECLARED, M.words(facts["declared"])),
-                M.labeled(M.SAMPLE_MISSING, M.words(facts["missing"])),
-                M.labeled(M.SAMPLE_AVAILABLE, M.words(facts["available"])),
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.SAMPLE_DECLARED, B.words(facts["declared"])),
+                B.labeled(M.SAMPLE_MISSING, B.words(facts["missing"])),
+                B.labeled(M.SAMPLE_AVAILABLE, B.words(facts["available"])),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -179,10 +180,10 @@ class SampleSchemaError(MintDimError):
         english, vietnamese = cls._render(
             M.SAMPLE_WRONG_TYPE,
             [
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.LINE, facts["line"]),
-                M.labeled(M.FIELD, facts["field"]),
-                M.labeled(
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.FIELD, facts["field"]),
+                B.labeled(
                     M.REASON,
                     reason.en.format(type_name=facts["type_name"]),
                     reason.vi.format(type_name=facts["type_name"]),
@@ -196,7 +197,7 @@ class SampleSchemaError(MintDimError):
         """Short English reason for `bad_record_index.jsonl`."""
         if self.fields.get("kind") == "wrong_type":
             return M.REASON_WRONG_TYPE.format(field=self.fields["field"])
-        return M.REASON_MISSING_FIELDS.format(missing=M.words(self.fields["missing"]))
+        return M.REASON_MISSING_FIELDS.format(missing=B.words(self.fields["missing"]))
 
 
 
@@ -215,11 +216,11 @@ class UnitOverflowError(MintDimError):
         english, vietnamese = self._render(
             M.UNIT_OVERFLOW,
             [
-                M.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
-                M.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
-                M.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
+                B.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
+                B.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
+                B.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
                 M.FIX,
-                M.bullet_pairs(M.UNIT_OVERFLOW_FIXES),
+                B.bullet_pairs(M.UNIT_OVERFLOW_FIXES),
                 M.UNIT_OVERFLOW_POLICY,
             ],
         )
@@ -232,12 +233,12 @@ class UnitOverflowError(MintDimError):
         english, vietnamese = cls._render(
             M.UNIT_OVERFLOW,
             [
-                M.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
-                M.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
-                M.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
-                M.labeled(M.PROBLEM, M.UNIT_OVERFLOW_EXTEND_LIMIT.en, M.UNIT_OVERFLOW_EXTEND_LIMIT.vi),
+                B.labeled(M.UNIT_OVERFLOW_SAMPLE, f"{facts['file']}:{facts['line']}"),
+                B.labeled(M.UNIT_OVERFLOW_TOKEN_COUNT, facts["token_count"]),
+                B.labeled(M.UNIT_OVERFLOW_MAX, facts["max_unit_size"]),
+                B.labeled(M.PROBLEM, M.UNIT_OVERFLOW_EXTEND_LIMIT.en, M.UNIT_OVERFLOW_EXTEND_LIMIT.vi),
                 M.FIX,
-                M.bullet_pairs(M.UNIT_OVERFLOW_EXTEND_FIXES),
+                B.bullet_pairs(M.UNIT_OVERFLOW_EXTEND_FIXES),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -262,7 +263,7 @@ class OutputValidationError(MintDimError):
         facts = fact_dict(directory=directory)
         english, vietnamese = self._render(
             M.OUTPUT_NOT_EMPTY,
-            [M.labeled(M.DIRECTORY, facts["directory"]), M.OUTPUT_USE_NEW],
+            [B.labeled(M.DIRECTORY, facts["directory"]), M.OUTPUT_USE_NEW],
         )
         super().__init__(english, vietnamese, facts)
 
@@ -273,10 +274,10 @@ class OutputValidationError(MintDimError):
         english, vietnamese = cls._render(
             M.OUTPUT_UNUSABLE,
             [
-                M.labeled(M.DIRECTORY, facts["directory"]),
-                M.labeled(M.PROBLEM, problem.en.format(detail=facts["detail"]),
+                B.labeled(M.DIRECTORY, facts["directory"]),
+                B.labeled(M.PROBLEM, problem.en.format(detail=facts["detail"]),
                           problem.vi.format(detail=facts["detail"])),
-                M.labeled(M.FIX, fix.en, fix.vi),
+                B.labeled(M.FIX, fix.en, fix.vi),
             ],
         )
         return cls._make(english, vietnamese, facts)
@@ -300,10 +301,10 @@ class OutputClaimedError(MintDimError):
         english, vietnamese = self._render(
             M.OUTPUT_CLAIMED,
             [
-                M.labeled(M.DIRECTORY, facts["directory"]),
-                M.labeled(M.OUTPUT_CLAIMED_BY, M.OUTPUT_CLAIMED_OWNER.en.format(**who),
+                B.labeled(M.DIRECTORY, facts["directory"]),
+                B.labeled(M.OUTPUT_CLAIMED_BY, M.OUTPUT_CLAIMED_OWNER.en.format(**who),
                           M.OUTPUT_CLAIMED_OWNER.vi.format(**who)),
-                M.labeled(M.OUTPUT_CLAIMED_STATUS, status_text.en, status_text.vi),
+                B.labeled(M.OUTPUT_CLAIMED_STATUS, status_text.en, status_text.vi),
                 M.OUTPUT_CLAIMED_RULE,
             ],
         )
@@ -332,10 +333,10 @@ class StorageAccessError(MintDimError):
         english, vietnamese = self._render(
             M.STORAGE_UNREACHABLE,
             [
-                M.labeled(M.STORAGE_PATH, facts["path"]),
-                M.labeled(M.REASON, facts["reason"]),
+                B.labeled(M.STORAGE_PATH, facts["path"]),
+                B.labeled(M.REASON, facts["reason"]),
                 M.FIX,
-                M.bullet_pairs([fix]),
+                B.bullet_pairs([fix]),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -355,10 +356,10 @@ class InputChangedError(MintDimError):
         english, vietnamese = self._render(
             M.INPUT_CHANGED,
             [
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.INPUT_CHANGED_SIZES, M.INPUT_CHANGED_SIZES_TEXT.en.format(**facts),
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.INPUT_CHANGED_SIZES, M.INPUT_CHANGED_SIZES_TEXT.en.format(**facts),
                           M.INPUT_CHANGED_SIZES_TEXT.vi.format(**facts)),
-                M.labeled(M.FIX, M.INPUT_CHANGED_FIX.en, M.INPUT_CHANGED_FIX.vi),
+                B.labeled(M.FIX, M.INPUT_CHANGED_FIX.en, M.INPUT_CHANGED_FIX.vi),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -374,9 +375,9 @@ class DiskFullError(MintDimError):
         english, vietnamese = self._render(
             M.DISK_FULL,
             [
-                M.labeled(M.STORAGE_PATH, facts["path"]),
-                M.labeled(M.DISK_FREE, facts["free_bytes"]),
-                M.labeled(M.FIX, M.DISK_FULL_FIX.en, M.DISK_FULL_FIX.vi),
+                B.labeled(M.STORAGE_PATH, facts["path"]),
+                B.labeled(M.DISK_FREE, facts["free_bytes"]),
+                B.labeled(M.FIX, M.DISK_FULL_FIX.en, M.DISK_FULL_FIX.vi),
             ],
         )
         super().__init__(english, vietnamese, facts)

@@ -7,7 +7,7 @@ are `MintDimError`s like the build's, with the same two blocks, so a script catc
 `MintDimError` catches a damaged dataset too, and an error raised in a worker (an
 export on Beam, a data loader process) is rebuilt from its facts.
 
-Each problem is one line per language: where, then what, as `messages.READ_PROBLEMS`
+Each problem is one line per language: where, then what, as `read_messages.READ_PROBLEMS`
 words it under a key (``kind``). A problem made of parts (several checks failing on one
 record) is joined into one `detail` by the module that found it. ``verify`` lists the
 same problems in English as a report (exit 1) instead of raising: `ReaderError.reason`
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors.base import MintDimError, fact_dict
 
 
@@ -28,7 +29,7 @@ class _ReadingError(MintDimError):
     def __init__(self, kind: str, path: Optional[str] = None, *, file: Optional[str] = None,
                  shard: Optional[str] = None, record: Optional[int] = None, sample_id: Optional[int] = None,
                  line: Optional[int] = None, **facts: Any) -> None:
-        if kind not in M.READ_PROBLEMS:
+        if kind not in R.READ_PROBLEMS:
             given = (path, file, shard, record, sample_id, line)
             if facts or any(v is not None for v in given):
                 raise TypeError(f"unknown kind {kind!r} for {type(self).__name__}")
@@ -38,14 +39,14 @@ class _ReadingError(MintDimError):
             kind, facts = "relayed", {"text": kind}
         facts = fact_dict(kind=kind, path=path, file=file, shard=shard, record=record, sample_id=sample_id,
                        line=line, **facts)
-        text = M.read_text(kind, **facts)
+        text = R.read_text(kind, **facts)
         english, vietnamese = self._render(self._located(facts, text), [])
         super().__init__(english, vietnamese, facts)
 
     @staticmethod
-    def _located(facts: dict, text: M.Text) -> M.Text:
+    def _located(facts: dict, text: B.Text) -> B.Text:
         """``path: where: problem``, leaving out what the problem's wording names itself."""
-        template = M.READ_PROBLEMS[facts["kind"]].en
+        template = R.READ_PROBLEMS[facts["kind"]].en
         en, vi = [], []
         if facts["path"] is not None and "{path}" not in template:
             en.append(facts["path"])
@@ -55,14 +56,14 @@ class _ReadingError(MintDimError):
             at = None
             if facts["record"] is not None:
                 row = facts["sample_id"] is not None and facts["line"] is not None
-                at = M.READ_AT_ROW if row else M.READ_AT_RECORD
+                at = R.READ_AT_ROW if row else R.READ_AT_RECORD
             elif facts["line"] is not None:
-                at = M.READ_AT_LINE
-            place = M.same(where) if at is None else M.Text(at.en.format(where=where, **facts),
+                at = R.READ_AT_LINE
+            place = B.same(where) if at is None else B.Text(at.en.format(where=where, **facts),
                                                               at.vi.format(where=where, **facts))
             en.append(place.en)
             vi.append(place.vi)
-        return M.Text(": ".join([*en, text.en]), ": ".join([*vi, text.vi]))
+        return B.Text(": ".join([*en, text.en]), ": ".join([*vi, text.vi]))
 
     @property
     def reason(self) -> str:
@@ -77,7 +78,7 @@ class _ReadingError(MintDimError):
 class ReaderError(_ReadingError):
     """The directory is not a readable, consistent mintdim output.
 
-    ``kind`` is the key of the problem in ``messages.READ_PROBLEMS``; ``path`` the
+    ``kind`` is the key of the problem in ``read_messages.READ_PROBLEMS``; ``path`` the
     dataset; ``file`` the file it concerns (relative to ``path``, or a full path when
     no dataset is known); a record that disagrees with the index or the manifest says
     where: ``shard`` (the shard path relative to the directory), ``record``,

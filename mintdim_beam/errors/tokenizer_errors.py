@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors.base import MintDimError, as_list, fact_dict
 
 
@@ -33,10 +34,10 @@ class TokenizerValidationError(MintDimError):
         english, vietnamese = self._render(
             M.TOKENIZER_INVALID,
             [
-                M.labeled(M.TOKENIZER_COMPONENT, facts["component"]),
-                M.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi")),
+                B.labeled(M.TOKENIZER_COMPONENT, facts["component"]),
+                B.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi")),
                 M.RULES,
-                M.bullet_pairs(M.TOKENIZER_RULES),
+                B.bullet_pairs(M.TOKENIZER_RULES),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -52,10 +53,10 @@ class TokenizerValidationError(MintDimError):
         """
         extra = {} if tokenizer_type is None else {"tokenizer_type": tokenizer_type}
         facts = fact_dict(kind="unsupported_format", path=path, **extra)
-        paragraphs = [] if facts["path"] is None else [M.labeled(M.FILE, facts["path"])]
+        paragraphs = [] if facts["path"] is None else [B.labeled(M.FILE, facts["path"])]
         if tokenizer_type is not None:
             paragraphs.append(_tokenizer_type_text(facts["tokenizer_type"]))
-        paragraphs += [M.TOKENIZER_SUPPORTED_FORMATS, M.bullets(M.TOKENIZER_FORMATS)]
+        paragraphs += [M.TOKENIZER_SUPPORTED_FORMATS, B.bullets(M.TOKENIZER_FORMATS)]
         english, vietnamese = cls._render(M.TOKENIZER_UNSUPPORTED, paragraphs)
         return cls._make(english, vietnamese, facts)
 
@@ -65,7 +66,7 @@ class TokenizerValidationError(MintDimError):
                    looks_like: str | None = None) -> "TokenizerValidationError":
         """The tokenizer file cannot be loaded as the declared ``tokenizer_type``.
 
-        ``problem`` is a key of ``messages.TOKENIZER_LOAD_PROBLEMS`` (empty, truncated or
+        ``problem`` is a key of ``build_messages.TOKENIZER_LOAD_PROBLEMS`` (empty, truncated or
         damaged, not JSON, JSON but not a tokenizer, named as the other format);
         ``detail`` the parser's own words; ``looks_like`` the other type when the bytes
         read as that format, which the message then suggests.
@@ -74,33 +75,32 @@ class TokenizerValidationError(MintDimError):
                        detail=detail, looks_like=looks_like)
         said = M.TOKENIZER_LOAD_PROBLEMS[problem]
         paragraphs = [
-            M.labeled(M.FILE, facts["path"]),
-            M.labeled(M.TOKENIZER_DECLARED, M.TOKENIZER_FORMAT_OF.get(tokenizer_type, tokenizer_type)),
-            M.labeled(M.PROBLEM, said.en.format(detail=detail, extension=detail),
+            B.labeled(M.FILE, facts["path"]),
+            B.labeled(M.TOKENIZER_DECLARED, M.TOKENIZER_FORMAT_OF.get(tokenizer_type, tokenizer_type)),
+            B.labeled(M.PROBLEM, said.en.format(detail=detail, extension=detail),
                       said.vi.format(detail=detail, extension=detail)),
         ]
         if looks_like in M.TOKENIZER_LOOKS_LIKE:
             hint = M.TOKENIZER_LOOKS_LIKE[looks_like]
-            paragraphs.append(M.labeled(M.FIX, hint.en, hint.vi))
-        paragraphs.append(M.labeled(M.RULE, M.TOKENIZER_LOAD_RULE.en, M.TOKENIZER_LOAD_RULE.vi))
+            paragraphs.append(B.labeled(M.FIX, hint.en, hint.vi))
+        paragraphs.append(B.labeled(M.RULE, M.TOKENIZER_LOAD_RULE.en, M.TOKENIZER_LOAD_RULE.vi))
         english, vietnamese = cls._render(M.TOKENIZER_UNLOADABLE, paragraphs)
         return cls._make(english, vietnamese, facts)
 
 
-def _tokenizer_type_text(value: Any) -> M.Text:
+def _tokenizer_type_text(value: Any) -> B.Text:
     import difflib
 
     close = difflib.get_close_matches(str(value), M.TOKENIZER_TYPES, n=1, cutoff=0.6)
-    hint = M.Text("", "") if not close else M.Text(
-        M.TOKENIZER_TYPE_HINT.en.format(close=close[0]), M.TOKENIZER_TYPE_HINT.vi.format(close=close[0]))
+    hint = B.Text("", "") if not close else M.DID_YOU_MEAN.format(close=close[0])
     choices = ", ".join(M.TOKENIZER_TYPES)
-    return M.Text(
+    return B.Text(
         M.TOKENIZER_TYPE_VALUE.en.format(value=repr(value), hint=hint.en, choices=choices),
         M.TOKENIZER_TYPE_VALUE.vi.format(value=repr(value), hint=hint.vi, choices=choices),
     )
 
 
-def _unk_chars_text(unk_chars: Sequence[str], literals: Sequence[str] | None) -> M.Text:
+def _unk_chars_text(unk_chars: Sequence[str], literals: Sequence[str] | None) -> B.Text:
     """`'✓' (U+2713), '漢字' (U+6F22 U+5B57) in literal segments '\n✓ '`."""
     shown = ", ".join(
         f"{text!r} ({' '.join(f'U+{ord(ch):04X}' for ch in text)})" for text in unk_chars
@@ -110,7 +110,7 @@ def _unk_chars_text(unk_chars: Sequence[str], literals: Sequence[str] | None) ->
         listed = ", ".join(repr(lit) for lit in literals)
         where_en = f" {M.TEMPLATE_UNK_IN_LITERALS.en} {listed}"
         where_vi = f" {M.TEMPLATE_UNK_IN_LITERALS.vi} {listed}"
-    return M.labeled(M.TEMPLATE_UNK_CHARS, shown + where_en, shown + where_vi)
+    return B.labeled(M.TEMPLATE_UNK_CHARS, shown + where_en, shown + where_vi)
 
 
 class TokenizerSpecialTokenError(MintDimError):
@@ -125,10 +125,10 @@ class TokenizerSpecialTokenError(MintDimError):
         english, vietnamese = self._render(
             M.TOKENIZER_SPECIAL,
             [
-                M.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
-                M.labeled(M.SPECIAL_TOKEN_LABEL, facts["special_token"]),
-                M.labeled(M.PROBLEM, facts["problem"]),
-                M.labeled(M.RULE, M.TOKENIZER_SPECIAL_RULE.en, M.TOKENIZER_SPECIAL_RULE.vi),
+                B.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
+                B.labeled(M.SPECIAL_TOKEN_LABEL, facts["special_token"]),
+                B.labeled(M.PROBLEM, facts["problem"]),
+                B.labeled(M.RULE, M.TOKENIZER_SPECIAL_RULE.en, M.TOKENIZER_SPECIAL_RULE.vi),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -157,14 +157,14 @@ class TemplateTokenizerError(MintDimError):
             **extra,
         )
         paragraphs = [
-            M.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
-            M.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
-            M.labeled(M.PROBLEM, M.TEMPLATE_UNK_PROBLEM.en, M.TEMPLATE_UNK_PROBLEM.vi),
+            B.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
+            B.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
+            B.labeled(M.PROBLEM, M.TEMPLATE_UNK_PROBLEM.en, M.TEMPLATE_UNK_PROBLEM.vi),
         ]
         if facts.get("unk_chars"):
             paragraphs.append(_unk_chars_text(facts["unk_chars"], facts["literals"]))
         paragraphs += [
-            M.labeled(M.FIX, M.TEMPLATE_UNK_FIX.en, M.TEMPLATE_UNK_FIX.vi),
+            B.labeled(M.FIX, M.TEMPLATE_UNK_FIX.en, M.TEMPLATE_UNK_FIX.vi),
             M.TEMPLATE_UNK_POLICY,
         ]
         english, vietnamese = self._render(M.TEMPLATE_UNK, paragraphs)
@@ -182,20 +182,20 @@ class TokenDTypeCapacityError(MintDimError):
         facts = fact_dict(vocab_size=vocab_size)
         size = facts["vocab_size"]
         limits = [
-            M.Text(
-                M.DTYPE_LIMIT.en.format(dtype=dtype, limit=M.number_en(limit)),
-                M.DTYPE_LIMIT.vi.format(dtype=dtype, limit=M.number_vi(limit)),
+            B.Text(
+                M.DTYPE_LIMIT.en.format(dtype=dtype, limit=B.number_en(limit)),
+                M.DTYPE_LIMIT.vi.format(dtype=dtype, limit=B.number_vi(limit)),
             )
             for dtype, limit in M.DTYPE_LIMITS
         ]
         english, vietnamese = self._render(
             M.DTYPE_CAPACITY,
             [
-                M.labeled(M.DTYPE_VOCAB_SIZE, M.number_en(size), M.number_vi(size)),
+                B.labeled(M.DTYPE_VOCAB_SIZE, B.number_en(size), B.number_vi(size)),
                 M.DTYPE_SUPPORTED,
-                M.bullet_pairs(limits),
+                B.bullet_pairs(limits),
                 M.FIX,
-                M.bullet_pairs(M.DTYPE_FIXES),
+                B.bullet_pairs(M.DTYPE_FIXES),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -211,11 +211,11 @@ class TokenizerFailedError(MintDimError):
         english, vietnamese = self._render(
             M.TOKENIZER_FAILED,
             [
-                M.labeled(M.TOKENIZER_FILE, facts["tokenizer"]),
-                M.labeled(M.FILE, facts["file"]),
-                M.labeled(M.LINE, facts["line"]),
-                M.labeled(M.REASON, facts["detail"]),
-                M.labeled(M.FIX, M.TOKENIZER_FAILED_FIX.en, M.TOKENIZER_FAILED_FIX.vi),
+                B.labeled(M.TOKENIZER_FILE, facts["tokenizer"]),
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.REASON, facts["detail"]),
+                B.labeled(M.FIX, M.TOKENIZER_FAILED_FIX.en, M.TOKENIZER_FAILED_FIX.vi),
             ],
         )
         super().__init__(english, vietnamese, facts)

@@ -12,7 +12,7 @@ A token changed to another valid id passes all of that; only a file's sha256 aga
 the line ``SHA256SUMS`` holds for it (:func:`checksum_problem`) finds it. The reader
 and ``verify`` share the parsing of that file. ``meta`` below is the dataset's
 metadata as the reader loads it (``reader.output_files.Metadata``: segment count, magic,
-pad id, vocabulary size); this layer only reads those attributes. Problems are worded as ``messages.READ_PROBLEMS`` pairs, so a raised error says them in
+pad id, vocabulary size); this layer only reads those attributes. Problems are worded as ``read_messages.READ_PROBLEMS`` pairs, so a raised error says them in
 both languages.
 """
 
@@ -24,7 +24,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 from mintdim_beam.format.names import CHECKSUMS
 
 
@@ -62,7 +63,7 @@ class RecordBatch(NamedTuple):
 
 
 def record_problem(meta, unit: int, records: np.ndarray, token_counts: Optional[np.ndarray] = None,
-                   empty: Optional[np.ndarray] = None) -> Optional[tuple[int, M.Text]]:
+                   empty: Optional[np.ndarray] = None) -> Optional[tuple[int, B.Text]]:
     """The first of ``records`` (``(k, slots)``) that disagrees with what is known of it.
 
     Checked, all at once with numpy: the magic; the segment lengths against the unit,
@@ -80,12 +81,12 @@ def record_problem(meta, unit: int, records: np.ndarray, token_counts: Optional[
     payload = records[:, 1 + n:]
     written = np.arange(unit)[None, :] < np.minimum(total, unit)[:, None]
     checks = [
-        (records[:, 0] != meta.magic, lambda j: M.read_text("magic", got=int(records[j, 0]), want=meta.magic)),
-        (total > unit, lambda j: M.read_text("over_unit", lengths=lengths[j].tolist(), total=int(total[j]),
+        (records[:, 0] != meta.magic, lambda j: R.read_text("magic", got=int(records[j, 0]), want=meta.magic)),
+        (total > unit, lambda j: R.read_text("over_unit", lengths=lengths[j].tolist(), total=int(total[j]),
                                              unit=unit)),
     ]
     if token_counts is not None:
-        checks.append((total != token_counts, lambda j: M.read_text(
+        checks.append((total != token_counts, lambda j: R.read_text(
             "token_count", lengths=lengths[j].tolist(), total=int(total[j]), count=int(token_counts[j]))))
     if empty is not None:
         filled = (lengths != 0) & empty
@@ -94,10 +95,10 @@ def record_problem(meta, unit: int, records: np.ndarray, token_counts: Optional[
     # pad id is an id of the vocabulary too); only a batch with a large id is masked
     if meta.vocab_size is not None and int(payload.max(initial=0)) >= meta.vocab_size:
         over = (payload >= meta.vocab_size) & written
-        checks.append((over.any(axis=1), lambda j: M.read_text(
+        checks.append((over.any(axis=1), lambda j: R.read_text(
             "vocab", id=int(payload[j, np.argmax(over[j])]), at=int(np.argmax(over[j])), vocab=meta.vocab_size)))
     dirty = (payload != meta.pad_id) > written
-    checks.append((dirty.any(axis=1), lambda j: M.read_text(
+    checks.append((dirty.any(axis=1), lambda j: R.read_text(
         "pad_tail", slot=int(np.argmax(dirty[j])), got=int(payload[j, np.argmax(dirty[j])]), total=int(total[j]),
         pad=meta.pad_id)))
     bad = np.zeros(k, bool)
@@ -106,14 +107,14 @@ def record_problem(meta, unit: int, records: np.ndarray, token_counts: Optional[
     if not bad.any():
         return None
     j = int(np.argmax(bad))
-    return j, M.joined(describe(j) for mask, describe in checks if mask[j])
+    return j, B.joined(describe(j) for mask, describe in checks if mask[j])
 
 
-def _empty_filled(meta, lengths: np.ndarray, filled: np.ndarray) -> M.Text:
+def _empty_filled(meta, lengths: np.ndarray, filled: np.ndarray) -> B.Text:
     """Segments listed in ``empty_fields`` that hold tokens, named with their lengths."""
-    segments = M.joined((M.read_text("empty_segment", segment=s, name=meta.sequence_template[s],
+    segments = B.joined((R.read_text("empty_segment", segment=s, name=meta.sequence_template[s],
                                      count=int(lengths[s])) for s in np.nonzero(filled)[0].tolist()), ", ")
-    return M.read_text("empty_filled", detail=segments)
+    return R.read_text("empty_filled", detail=segments)
 
 
 def _fine(meta, unit: int, record: np.ndarray, token_counts, empty) -> bool:

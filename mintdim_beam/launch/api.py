@@ -15,6 +15,8 @@ import json
 import os
 
 from mintdim_beam import errors
+from mintdim_beam.errors import job_messages as J
+from mintdim_beam.errors.bilingual import Text
 from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_job_sections, resolve
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE
 
@@ -124,9 +126,9 @@ class UnitBuildJob:
 def pipeline(name: str) -> UnitBuildJob:
     """Start a job declaration; MintDim 0.1 has one pipeline, ``"unit-build"``."""
     if name != "unit-build":
+        problem = J.UNKNOWN_PIPELINE.format(name=name)
         raise errors.PipelineValidationError.invalid(
-            problem=f"unknown pipeline {name!r}", rules=['pipeline("unit-build") is the only pipeline'],
-            problem_vi=f"không có pipeline {name!r}", rules_vi=['pipeline("unit-build") là pipeline duy nhất'])
+            problem=problem.en, rules=[J.PIPELINE_RULE.en], problem_vi=problem.vi, rules_vi=[J.PIPELINE_RULE.vi])
     return UnitBuildJob()
 
 
@@ -135,12 +137,12 @@ def pipeline(name: str) -> UnitBuildJob:
 _SECTIONS = {name: set(keys) for name, keys in JOB_SECTIONS.items()}
 
 
-def job_file_error(problem: str, problem_vi: str) -> errors.PipelineValidationError:
+def job_file_error(problem: Text) -> errors.PipelineValidationError:
+    """``problem``: a `job_messages` text filled in; the rule lists the job file's sections."""
     sections = ", ".join(f"{k} ({', '.join(sorted(v))})" for k, v in _SECTIONS.items())
+    rule = J.JOB_SECTIONS_RULE.format(sections=sections)
     return errors.PipelineValidationError.invalid(
-        problem=problem, rules=["job file sections: " + sections],
-        problem_vi=problem_vi, rules_vi=["các section của job file: " + sections],
-    )
+        problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])
 
 
 def _unique_keys(pairs) -> dict:
@@ -177,22 +179,19 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
     if not os.path.exists(path):
         raise errors.MintDimFileNotFoundError(context="job file", path=path)
     if not os.path.isfile(path):   # a directory, or a FIFO that would block the read
-        raise job_file_error(f"job file {path} is not a regular file",
-                             f"job file {path} không phải là file thường")
+        raise job_file_error(J.JOB_NOT_REGULAR.format(path=path))
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise job_file_error(f"job file {path} could not be read as UTF-8 text: {exc}",
-                             f"không đọc được job file {path} dưới dạng văn bản UTF-8: {exc}") from None
+        raise job_file_error(J.JOB_NOT_UTF8.format(path=path, why=exc)) from None
     try:
         if path.endswith(".json"):
             data = json.loads(text, object_pairs_hook=_unique_keys)
         else:
             data = _load_yaml(text)
     except Exception as exc:
-        raise job_file_error(f"job file {path} could not be parsed: {exc}",
-                             f"không parse được job file {path}: {exc}") from None
+        raise job_file_error(J.JOB_UNPARSABLE.format(path=path, why=exc)) from None
     check_job_sections(data, path)
     source, tok = data.get("source", {}), data.get("tokenizer", {})
     units, output = data.get("units", {}), data.get("output", {})
@@ -201,11 +200,8 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
     if len(set(given) & {SENTENCEPIECE, HF_JSON}) + bool(set(given) & {"type", "files"}) > 1:
         # One of them used to win silently: a job with "type: hf_json" and a
         # "sentencepiece:" key was built with the SentencePiece model.
-        raise job_file_error(
-            f"job file {path}: the tokenizer section gives {', '.join(given)}; give either type and files, "
-            f"or one of {SENTENCEPIECE}: [...] and {HF_JSON}: [...]",
-            f"job file {path}: section tokenizer có {', '.join(given)}; chỉ dùng type và files, "
-            f"hoặc một trong {SENTENCEPIECE}: [...] và {HF_JSON}: [...]")
+        raise job_file_error(J.JOB_TOKENIZER_TWICE.format(path=path, given=", ".join(given),
+                                                          sentencepiece=SENTENCEPIECE, hf_json=HF_JSON))
     for name in (SENTENCEPIECE, HF_JSON):
         if name in tok:
             kind, tok_files = name, tok[name]
@@ -226,7 +222,9 @@ def demo_job(out_dir: str) -> tuple[JobSpec, dict]:
         files=[os.path.join(DEMO_DIR, "instructions.jsonl"), os.path.join(DEMO_DIR, "chat_vi.jsonl")],
         fields=[["instruction", "input", "output"], ["prompt", "response"]],
         templates=["### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{output}",
-                   "Người dùng: {prompt}\n\nTrợ lý: {response}"],
+                   # "User: {prompt}\n\nAssistant: {response}" in Vietnamese, escaped: the package's
+                   # source spells Vietnamese only in the errors layer's wording
+                   "Ng\u01b0\u1eddi d\xf9ng: {prompt}\n\nTr\u1ee3 l\xfd: {response}"],
         tokenizer_kind=SENTENCEPIECE,
         tokenizer_files=[os.path.join(DEMO_DIR, "demo.model")],
         sizes=[[64, 128, 256], [64, 128, 192]],

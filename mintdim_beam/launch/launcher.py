@@ -40,6 +40,7 @@ from mintdim_beam.format import inputs
 from mintdim_beam.storage import line_blocks
 from mintdim_beam.launch import build_progress
 from mintdim_beam import errors
+from mintdim_beam.errors import job_messages as J
 from mintdim_beam.beam import claims, layout
 from mintdim_beam.launch import patterns
 from mintdim_beam.launch import preflight
@@ -111,13 +112,9 @@ def make_options(options=None) -> PipelineOptions:
         return options
     if isinstance(options, (list, tuple)):
         return PipelineOptions(list(options))
+    problem = J.OPTIONS_TYPE.format(type_name=type(options).__name__)
     raise errors.PipelineValidationError.invalid(
-        problem=f"options must be a list of Beam flags or a PipelineOptions, got {type(options).__name__}",
-        rules=["options: list of Beam flags such as ['--direct_num_workers=2'], or PipelineOptions"],
-        problem_vi=f"options phải là một list các Beam flag hoặc một PipelineOptions, hiện tại là "
-                   f"{type(options).__name__}",
-        rules_vi=["options: list các Beam flag, ví dụ ['--direct_num_workers=2'], hoặc PipelineOptions"],
-    )
+        problem=problem.en, rules=[J.OPTIONS_RULE.en], problem_vi=problem.vi, rules_vi=[J.OPTIONS_RULE.vi])
 
 
 def resolve_runner(runner, options: PipelineOptions):
@@ -141,15 +138,10 @@ def _named_runner(name: str):
     try:
         return create_runner(name)
     except ValueError:
+        problem = J.UNKNOWN_RUNNER.format(name=name)
         raise errors.PipelineValidationError.invalid(
-            problem=f"--runner {name} is not a runner Beam knows",
-            rules=["--runner: a Beam runner name (DataflowRunner, FlinkRunner, SparkRunner, PortableRunner, "
-                   "DaskRunner, ...), the module path of a PipelineRunner subclass, or leave it out for the "
-                   "local runner"],
-            problem_vi=f"--runner {name} không phải là runner mà Beam biết",
-            rules_vi=["--runner: tên một runner của Beam (DataflowRunner, FlinkRunner, SparkRunner, "
-                      "PortableRunner, DaskRunner, ...), đường dẫn module của một lớp con PipelineRunner, "
-                      "hoặc bỏ trống để dùng runner cục bộ"]) from None
+            problem=problem.en, rules=[J.RUNNER_RULE.en], problem_vi=problem.vi,
+            rules_vi=[J.RUNNER_RULE.vi]) from None
 
 
 def flag_names(flags) -> set:
@@ -206,12 +198,10 @@ def _encode_threads_option(opts: PipelineOptions):
     try:
         return explicit_threads(opts)
     except ValueError:
-        value = opts.view_as(BuildOptions).encode_threads
+        problem = J.ENCODE_THREADS.format(value=opts.view_as(BuildOptions).encode_threads)
         raise errors.PipelineValidationError.invalid(
-            problem=f"--encode_threads must be a positive integer, got {value}",
-            rules=["--encode_threads: a positive integer, or leave it out for the default"],
-            problem_vi=f"--encode_threads phải là số nguyên dương, hiện tại là {value}",
-            rules_vi=["--encode_threads: một số nguyên dương, hoặc bỏ trống để dùng giá trị mặc định"]) from None
+            problem=problem.en, rules=[J.ENCODE_THREADS_RULE.en], problem_vi=problem.vi,
+            rules_vi=[J.ENCODE_THREADS_RULE.vi]) from None
 
 
 def _check_local_workers(opts: PipelineOptions) -> None:
@@ -219,12 +209,10 @@ def _check_local_workers(opts: PipelineOptions) -> None:
     once the pipeline runs (0 is Beam's "one per core")."""
     workers = opts.view_as(DirectOptions).direct_num_workers
     if workers is not None and workers < 0:
+        problem = J.LOCAL_WORKERS.format(workers=workers)
         raise errors.PipelineValidationError.invalid(
-            problem=f"--direct_num_workers must be 0 (one per core) or a positive integer, got {workers}",
-            rules=["--direct_num_workers: 0 (one per core) or a positive integer"],
-            problem_vi=f"--direct_num_workers phải là 0 (mỗi lõi một worker) hoặc một số nguyên dương, "
-                       f"nhận được {workers}",
-            rules_vi=["--direct_num_workers: 0 (mỗi lõi một worker) hoặc một số nguyên dương"])
+            problem=problem.en, rules=[J.LOCAL_WORKERS_RULE.en], problem_vi=problem.vi,
+            rules_vi=[J.LOCAL_WORKERS_RULE.vi])
 
 
 def _versions() -> dict:

@@ -25,6 +25,7 @@ import dataclasses
 import os
 
 from mintdim_beam import errors
+from mintdim_beam.errors import job_messages as J
 from mintdim_beam.core.config import BuildConfig, FileSpec
 from mintdim_beam.storage import clients
 
@@ -123,13 +124,7 @@ def _expand(config: BuildConfig, options, sizes: dict) -> BuildConfig:
 
 
 def _matched_twice(path: str, first: str, second: str) -> errors.PipelineValidationError:
+    problem = J.MATCHED_TWICE.format(path=path, first=first, second=second)
     return errors.PipelineValidationError.invalid(
-        problem=f"{path} is matched by two entries of source.files, {first!r} and {second!r}, "
-                f"so its samples would be read twice",
-        rules=["a file that a pattern matches must not be matched or named by another entry of "
-               "source.files: narrow the patterns so that each file is matched once"],
-        problem_vi=f"{path} khớp với hai mục của source.files, {first!r} và {second!r}, "
-                   f"nên các mẫu của nó sẽ bị đọc hai lần",
-        rules_vi=["một file đã khớp với một pattern không được khớp hoặc được nêu lại bởi mục khác "
-                  "của source.files: thu hẹp các pattern để mỗi file chỉ khớp một lần"],
-    )
+        problem=problem.en, rules=[J.MATCHED_TWICE_RULE.en], problem_vi=problem.vi,
+        rules_vi=[J.MATCHED_TWICE_RULE.vi])

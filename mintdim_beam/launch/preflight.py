@@ -23,6 +23,8 @@ from typing import Callable, NamedTuple, Optional
 
 from mintdim_beam.beam import claims
 from mintdim_beam import errors
+from mintdim_beam.errors import build_messages as M
+from mintdim_beam.errors import job_messages as J
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, normalize_dir
 from mintdim_beam.tokenization.adapters import Tokenizer, load_tokenizer
@@ -64,13 +66,10 @@ def check_schemes(config: BuildConfig) -> None:
             FileSystems.get_filesystem(path)
         except ValueError:
             scheme = path.split("://", 1)[0]
+            problem = J.NO_FILE_SYSTEM.format(scheme=scheme, path=path)
             raise errors.PipelineValidationError.invalid(
-                problem=f"no file system for {scheme}:// here, so {path} cannot be read or written",
-                rules=["gs:// needs pip install 'mintdim-beam[gcp]', s3:// needs 'mintdim-beam[aws]'",
-                       "a local file is named by its path, without file://"],
-                problem_vi=f"không có file system cho {scheme}:// ở đây, nên không thể đọc hay ghi {path}",
-                rules_vi=["gs:// cần pip install 'mintdim-beam[gcp]', s3:// cần 'mintdim-beam[aws]'",
-                          "file cục bộ được ghi bằng đường dẫn của nó, không có file://"]) from None
+                problem=problem.en, rules=[rule.en for rule in J.FILE_SYSTEM_RULES],
+                problem_vi=problem.vi, rules_vi=[rule.vi for rule in J.FILE_SYSTEM_RULES]) from None
 
 
 def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
@@ -322,16 +321,16 @@ def _apply_template_unk_policy(config, literal_unk, ask, interactive) -> None:
         interactive = sys.stdin.isatty() if interactive is None else interactive
         if interactive:
             ask = ask or _ask_continue
+            # each block of the question under its language's tag, its lines aligned
+            en, vi = (block.replace("\n", "\n      ") for block in M.TEMPLATE_UNK_QUESTION)
             text = (
                 "[unit-build] Template UNK detected\n"
                 f"  file index {first}\n"
                 f"  literal segments with UNK {len(literals)}: "
                 f"{', '.join(repr(lit.text) for lit in literals)}\n"
                 f"  characters that encode to UNK: {', '.join(repr(ch) for ch in chars)}\n\n"
-                "  EN: Static-text tokens will be UNK in every encoded sample.\n"
-                "      Continue building?\n"
-                "  VN: Token của static-text sẽ là UNK ở mọi sample.\n"
-                "      Tiếp tục build?\n\n"
+                f"  EN: {en}\n"
+                f"  VN: {vi}\n\n"
                 "  [y/N] > "
             )
             if ask(text):

@@ -36,7 +36,8 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 
 # Storage, index paths and metadata live in `output_files`; their names stay importable
 # from here, where callers have always found them.
@@ -429,7 +430,7 @@ class OutputReader:
                 out[j] = mask
         return out
 
-    def _raise_record(self, row: int, problem: M.Text) -> None:
+    def _raise_record(self, row: int, problem: B.Text) -> None:
         ix = self.index
         raise ReaderError("record", self.path, shard=self.meta.shard_path(int(ix.unit[row]), int(ix.shard[row])),
                           record=int(ix.record[row]), sample_id=int(ix.sample_id[row]), line=int(ix.row_line[row]),
@@ -445,7 +446,7 @@ class OutputReader:
             row = int(rows[wrong[0]])
             unit, rank = int(ix.unit[row]), int(self._rank[row])
             shard, record = divmod(rank, sps)
-            self._raise_record(row, M.read_text("misplaced", unit=unit, sample=int(ix.sample_id[row]), rank=rank,
+            self._raise_record(row, R.read_text("misplaced", unit=unit, sample=int(ix.sample_id[row]), rank=rank,
                                                 at=self.meta.shard_path(unit, shard), at_record=record))
 
     def record_at_row(self, row: int) -> np.ndarray:

@@ -20,7 +20,8 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors.read_errors import ReaderError
 from mintdim_beam.format.names import MANIFEST
 from mintdim_beam.storage.files import SEQUENTIAL, exists, is_local, join, list_dir, open_local, open_read, read_bytes, size
@@ -306,7 +307,7 @@ def _section(manifest: dict, key: str, problems: list) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        problems.append(M.read_text("section", key=key, got=repr(value)))
+        problems.append(R.read_text("section", key=key, got=repr(value)))
         return {}
     return value
 
@@ -340,36 +341,36 @@ def read_metadata(path: str) -> Metadata:
     dtype, magic = _DTYPES[dtype_name]
     problems = []
     if lf.get("magic") != magic:
-        problems.append(M.read_text("lf_magic", got=repr(lf.get("magic")), dtype=dtype_name, want=magic))
+        problems.append(R.read_text("lf_magic", got=repr(lf.get("magic")), dtype=dtype_name, want=magic))
     template = lf.get("sequence_template")
     if not isinstance(template, list) or not template or not all(isinstance(s, str) for s in template):
-        problems.append(M.read_text("lf_template"))
+        problems.append(R.read_text("lf_template"))
     elif manifest.get("sequence_template") != template:
-        problems.append(M.read_text("template_differs"))
+        problems.append(R.read_text("template_differs"))
     storage = _section(manifest, "token_storage", problems)
     if storage.get("dtype") != dtype_name or storage.get("magic") != magic:
-        problems.append(M.read_text("storage_differs", storage=storage, dtype=dtype_name, magic=magic))
+        problems.append(R.read_text("storage_differs", storage=storage, dtype=dtype_name, magic=magic))
     tokenizer = _section(manifest, "tokenizer", problems)
     for key, least in (("vocab_size", 1), ("unk_id", 0)):
         value = tokenizer.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
-            problems.append(M.read_text("tokenizer_int", key=key, least=least, got=repr(value)))
+            problems.append(R.read_text("tokenizer_int", key=key, least=least, got=repr(value)))
     pad_id = lf.get("pad_token_id")
     if not isinstance(pad_id, int) or tokenizer.get("pad_id", pad_id) != pad_id:
-        problems.append(M.read_text("pad_id", lf=repr(pad_id), manifest=repr(tokenizer.get("pad_id"))))
+        problems.append(R.read_text("pad_id", lf=repr(pad_id), manifest=repr(tokenizer.get("pad_id"))))
     sizes = _section(manifest, "units", problems).get("sizes")
     if not isinstance(sizes, list) or not sizes or not all(isinstance(s, int) and s > 0 for s in sizes) \
             or sizes != sorted(set(sizes)):
-        problems.append(M.read_text("sizes", got=repr(sizes)))
+        problems.append(R.read_text("sizes", got=repr(sizes)))
     elif max(sizes) > np.iinfo(dtype).max:
         # Header lengths of such a unit do not fit the slots: a dataset written so has
         # wrapped lengths (DESIGN.md §5 widens the slots instead).
-        problems.append(M.read_text("sizes_wrap", size=max(sizes), dtype=dtype_name, top=int(np.iinfo(dtype).max)))
+        problems.append(R.read_text("sizes_wrap", size=max(sizes), dtype=dtype_name, top=int(np.iinfo(dtype).max)))
     sps = _section(manifest, "output", problems).get("samples_per_shard")
     if not isinstance(sps, int) or sps <= 0:
-        problems.append(M.read_text("samples_per_shard", got=repr(sps)))
+        problems.append(R.read_text("samples_per_shard", got=repr(sps)))
     if problems:
-        raise ReaderError("metadata", path, detail=M.joined(problems))
+        raise ReaderError("metadata", path, detail=B.joined(problems))
     return Metadata(
         path=path, manifest=manifest, length_field=lf, sequence_template=tuple(template),
         dtype=dtype, magic=magic, pad_id=pad_id, unk_id=tokenizer.get("unk_id"),

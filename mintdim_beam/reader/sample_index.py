@@ -18,7 +18,8 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
-from mintdim_beam.errors import messages as M
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors.read_errors import ReaderError
 from mintdim_beam.format.names import SAMPLE_INDEX
 from mintdim_beam.format.names import SHARD_PATH
@@ -261,7 +262,7 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
     for n, raw in enumerate(lines, start=first_line):
         if not raw.strip():
             # the writer never writes one: a line inserted, or two rows' text run together
-            message = M.read_text("row_blank")
+            message = R.read_text("row_blank")
             if problems is None:
                 raise ReaderError("row", file=SAMPLE_INDEX, line=n, detail=message)
             problems.append(IndexProblem(n, message.en))
@@ -270,7 +271,7 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
         try:
             row = json.loads(raw)
         except ValueError:
-            row, message = None, M.read_text("row_not_json")
+            row, message = None, R.read_text("row_not_json")
         if row is not None:
             message = _row_problem(row)
         if message is not None:
@@ -351,30 +352,30 @@ def _trimmed(arr: np.ndarray, n: int) -> np.ndarray:
         return arr[:n].copy()
 
 
-def _row_problem(row) -> Optional[M.Text]:
+def _row_problem(row) -> Optional[B.Text]:
     """What is wrong with one parsed row, in both languages; None when nothing is."""
     if not isinstance(row, dict):
-        return M.read_text("row_not_object")
+        return R.read_text("row_not_object")
     for key in _ROW_INTS:
         value = row.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _INT64_END:
             # the columns are int64: a larger value would be an OverflowError, not a problem
-            return M.read_text("row_int", key=key, got=repr(value))
+            return R.read_text("row_int", key=key, got=repr(value))
     if not isinstance(row.get("source_file"), str):
-        return M.read_text("row_source_file")
+        return R.read_text("row_source_file")
     digest = row.get("hash")
     if not isinstance(digest, str) or len(digest) != 64 or not re.fullmatch(r"[0-9a-f]{64}", digest):
-        return M.read_text("row_hash", got=repr(digest))
+        return R.read_text("row_hash", got=repr(digest))
     path = row.get("shard_path")
     m = SHARD_PATH.match(path) if isinstance(path, str) else None
     if m is None:
-        return M.read_text("row_shard_path", got=repr(path))
+        return R.read_text("row_shard_path", got=repr(path))
     if int(m.group(2)) >= 1 << 31:
-        return M.read_text("row_shard_number", shard_path=path)
+        return R.read_text("row_shard_number", shard_path=path)
     if int(m.group(1)) != row["unit_size"]:
-        return M.read_text("row_shard_unit", shard_path=path, unit=row["unit_size"])
+        return R.read_text("row_shard_unit", shard_path=path, unit=row["unit_size"])
     if not isinstance(row.get("empty_fields", []), list):
-        return M.read_text("row_empty_fields")
+        return R.read_text("row_empty_fields")
     return None
 
 

@@ -8,7 +8,7 @@ object per token.
 
 A row ends with its *UNK part*, everything after ``source_line``::
 
-    "unk_count":2,"unk_positions":[3,9],"unk_field_indices":[0,2],"unk_chars":["ệ","ư"]}
+    "unk_count":2,"unk_positions":[3,9],"unk_field_indices":[0,2],"unk_chars":["漢","字"]}
 
 which is a pure function of the sample's rendered fields. A sample met again (the
 encoder's repeat cache) therefore gets its first occurrence's UNK part as one string,

@@ -1,89 +1,20 @@
-"""Bilingual message texts of MintDim errors, kept in one place.
+"""Texts of the build's errors, English beside Vietnamese.
 
-Every error of the spec prints an English block and a Vietnamese block with the same
-facts. Keeping the wording here, apart from the error classes, lets the two languages
-be reviewed side by side and keeps `errors.py` about facts rather than phrasing.
-
-A message is a title followed by paragraphs separated by one blank line, exactly as the
-spec prints it; a bullet list is one paragraph with one `• ` item per line. The helpers
-below build each paragraph as an English/Vietnamese pair so a fact can never appear in
-one language and be forgotten in the other.
+The wording of every error a build raises (the configuration, the tokenizer, the input
+files and records, the output directories, the stores), kept apart from the error
+classes (`config_errors`, `tokenizer_errors`, `data_errors`) so the two languages are
+reviewed side by side and the classes are about facts rather than phrasing. The
+problems the launcher finds in a declared job, which these errors carry, are
+`job_messages`; the texts of reading a built dataset back are `read_messages`. Each
+text is a `bilingual.Text` pair; a template names its facts as ``{placeholders}``, the
+same in both languages.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
-BULLET = "• "
-PARAGRAPH_BREAK = "\n\n"
-
-
-class Text(NamedTuple):
-    """One paragraph in both languages, so both blocks are always built together."""
-
-    en: str
-    vi: str
-
-
-def same(text: str) -> Text:
-    """A paragraph that reads the same in both blocks (paths, code identifiers)."""
-    return Text(text, text)
-
-
-def labeled(label: Text, value_en: object, value_vi: object | None = None) -> Text:
-    """`Label: value` in both languages; the value is shared unless a translation is given."""
-    en = str(value_en)
-    vi = en if value_vi is None else str(value_vi)
-    return Text(f"{label.en} {en}", f"{label.vi} {vi}")
-
-
-def bullets(items_en: Iterable[object], items_vi: Iterable[object] | None = None) -> Text:
-    """A bullet-list paragraph; the items are shared unless translated items are given."""
-    en_items = [str(item) for item in items_en]
-    vi_items = en_items if items_vi is None else [str(item) for item in items_vi]
-    return Text(
-        "\n".join(BULLET + item for item in en_items),
-        "\n".join(BULLET + item for item in vi_items),
-    )
-
-
-def bullet_pairs(items: Iterable[Text]) -> Text:
-    """A bullet-list paragraph from items that are already translated pairs."""
-    items = list(items)
-    return bullets([item.en for item in items], [item.vi for item in items])
-
-
-def words(items: Iterable[object]) -> str:
-    """Space-separated list, as the spec prints field names and keys."""
-    return " ".join(str(item) for item in items)
-
-
-def number_en(value: int) -> str:
-    """English grouping: 5,000,000,000."""
-    return f"{value:,}"
-
-
-def number_vi(value: int) -> str:
-    """Vietnamese grouping: 5.000.000.000."""
-    return f"{value:,}".replace(",", ".")
-
-
-def plural_en(count: object, singular: str, plural: str) -> str:
-    """English noun agreeing with `count`; Vietnamese nouns do not inflect."""
-    return singular if count == 1 else plural
-
-
-def render(error_name: str, title: Text, paragraphs: Sequence[Text]) -> tuple[str, str]:
-    """Build the English and Vietnamese blocks: `Name: title`, then blank-line paragraphs.
-
-    A paragraph that is empty in one language is left out of that block only; the spec
-    has notes (such as the closing line of PipelineValidationError) that exist in one
-    language alone.
-    """
-    en = PARAGRAPH_BREAK.join([f"{error_name}: {title.en}", *(p.en for p in paragraphs if p.en)])
-    vi = PARAGRAPH_BREAK.join([f"{error_name}: {title.vi}", *(p.vi for p in paragraphs if p.vi)])
-    return en, vi
-
+from mintdim_beam.errors.bilingual import Text
 
 # ---------------------------------------------------------------------------
 # Shared labels
@@ -100,6 +31,8 @@ RULE = Text("Rule:", "Quy tắc:")
 FIX = Text("Fix:", "Cách sửa:")
 DIRECTORY = Text("Directory:", "Thư mục:")
 SUPPORTS = Text("MintDim supports:", "MintDim hỗ trợ:")
+#: Put after an unknown name (a tokenizer type, a job file's section or key) when one is close.
+DID_YOU_MEAN = Text(" (did you mean {close!r}?)", " (có phải ý bạn là {close!r}?)")
 
 # ---------------------------------------------------------------------------
 # PipelineValidationError
@@ -256,7 +189,6 @@ TOKENIZER_TYPE_VALUE = Text(
     "tokenizer.type is {value}{hint}; it must be one of: {choices}",
     "tokenizer.type là {value}{hint}; giá trị hợp lệ: {choices}",
 )
-TOKENIZER_TYPE_HINT = Text(" (did you mean {close!r}?)", " (có phải ý bạn là {close!r}?)")
 
 TOKENIZER_UNLOADABLE = Text(
     "Tokenizer file cannot be loaded.",
@@ -441,6 +373,12 @@ TEMPLATE_UNK_POLICY = Text(
     "Policy: --on-template-unk continue trên dòng lệnh, on_template_unk: continue trong "
     "section run của job file, hoặc .run(on_template_unk=\"continue\") trong Python "
     "(khi đó mọi sample đều mang các token UNK của literal).",
+)
+# Not in the spec: asked (on_template_unk prompt, at a terminal) before the error is raised;
+# each block is shown beside its language's tag, one line of the question a line.
+TEMPLATE_UNK_QUESTION = Text(
+    "Static-text tokens will be UNK in every encoded sample.\nContinue building?",
+    "Token của static-text sẽ là UNK ở mọi sample.\nTiếp tục build?",
 )
 
 # ---------------------------------------------------------------------------
@@ -686,254 +624,3 @@ STORAGE_FIXES = {
         "(GOOGLE_APPLICATION_CREDENTIALS, hoặc gcloud auth application-default login)",
     ),
 }
-
-# ---------------------------------------------------------------------------
-# Reading a dataset back: ReaderError, ReportError, DatasetAccessError
-# ---------------------------------------------------------------------------
-# One line per language: where (the dataset, then the file, shard, record or line),
-# then what is wrong. `{detail}` is a problem made of parts (several checks failing on
-# one record, the problems of a manifest), joined before the error is built. A
-# template that names `{path}`, `{file}` or `{shard}` places it itself, so the
-# location is not put in front of it again.
-
-#: Where in a dataset: ``{where}`` is a file or shard path relative to the dataset.
-READ_AT_RECORD = Text("{where} record {record}", "{where} bản ghi {record}")
-READ_AT_ROW = Text("{where} record {record} (sample {sample_id}, sample_index.jsonl line {line})",
-                   "{where} bản ghi {record} (sample {sample_id}, sample_index.jsonl dòng {line})")
-READ_AT_LINE = Text("{where} line {line}", "{where} dòng {line}")
-
-#: What is wrong, by key (``ReaderError(kind, ...)`` and the parts of a ``{detail}``).
-READ_PROBLEMS = {
-    # files
-    "file_not_found": Text("file not found", "không tìm thấy file"),
-    "not_json": Text("not valid JSON ({why})", "không phải JSON hợp lệ ({why})"),
-    "unreadable": Text("cannot be read ({why})", "không đọc được ({why})"),
-    "unit_not_directory": Text(
-        "cannot be read (Not a directory; a unit directory holds its shard files)",
-        "không đọc được (không phải thư mục; thư mục unit chứa các file shard của nó)"),
-    # manifest.json and length_field.json
-    "no_manifest": Text("no manifest.json; not a published mintdim output",
-                        "không có manifest.json; đây không phải output mintdim đã publish"),
-    "no_manifest_failed": Text(
-        "no manifest.json; not a published mintdim output (the build failed: see {unit}/UNIT_BUILD_FAILED.md)",
-        "không có manifest.json; đây không phải output mintdim đã publish (build đã thất bại: xem "
-        "{unit}/UNIT_BUILD_FAILED.md)"),
-    "failure_marker": Text(
-        "UNIT_BUILD_FAILED.md beside manifest.json: a build failed in this directory, so it is not a finished "
-        "dataset; rebuild it into an empty directory",
-        "có UNIT_BUILD_FAILED.md cạnh manifest.json: một build đã thất bại trong thư mục này, nên đây không phải "
-        "dataset hoàn chỉnh; hãy build lại vào một thư mục rỗng"),
-    "not_objects": Text("manifest.json and length_field.json must hold JSON objects",
-                        "manifest.json và length_field.json phải chứa JSON object"),
-    "token_dtype": Text("token_dtype must be uint16 or uint32, got {got}",
-                        "token_dtype phải là uint16 hoặc uint32, hiện tại là {got}"),
-    "metadata": Text("{detail}", "{detail}"),
-    "lf_magic": Text("length_field.json magic is {got}, {dtype} needs {want}",
-                     "magic trong length_field.json là {got}, {dtype} cần {want}"),
-    "lf_template": Text("length_field.json sequence_template must be a non-empty list of names",
-                        "sequence_template trong length_field.json phải là list tên không rỗng"),
-    "template_differs": Text("manifest.json sequence_template differs from length_field.json",
-                             "sequence_template trong manifest.json khác với length_field.json"),
-    "storage_differs": Text(
-        "manifest.json token_storage {storage} differs from length_field.json ({dtype}, {magic})",
-        "token_storage {storage} trong manifest.json khác với length_field.json ({dtype}, {magic})"),
-    "tokenizer_int": Text(
-        "manifest.json tokenizer.{key} must be an integer of at least {least}, got {got}",
-        "tokenizer.{key} trong manifest.json phải là số nguyên không nhỏ hơn {least}, hiện tại là {got}"),
-    "pad_id": Text("pad id: length_field.json says {lf}, manifest.json says {manifest}",
-                   "pad id: length_field.json ghi {lf}, manifest.json ghi {manifest}"),
-    "sizes": Text("manifest.json units.sizes must be ascending positive integers, got {got}",
-                  "units.sizes trong manifest.json phải là các số nguyên dương tăng dần, hiện tại là {got}"),
-    "sizes_wrap": Text(
-        "unit size {size} does not fit {dtype} header slots (at most {top}): its lengths would have wrapped; "
-        "rebuild the dataset",
-        "unit size {size} không vừa slot header {dtype} (tối đa {top}): độ dài của nó sẽ bị tràn số; "
-        "hãy build lại dataset"),
-    "samples_per_shard": Text(
-        "manifest.json output.samples_per_shard must be a positive integer, got {got}",
-        "output.samples_per_shard trong manifest.json phải là số nguyên dương, hiện tại là {got}"),
-    "section": Text("manifest.json {key} must be a JSON object, got {got}",
-                    "{key} trong manifest.json phải là JSON object, hiện tại là {got}"),
-    "manifest_shape": Text("must hold a JSON object with a units object",
-                           "phải chứa một JSON object có object units"),
-    # stats.json and the shard files of each unit, checked at open
-    "no_stats": Text("no stats.json; it counts each unit's samples and shards",
-                     "không có stats.json; file này đếm sample và shard của từng unit"),
-    "stats_units": Text("stats.json has no units object counting each unit's samples",
-                        "stats.json không có object units đếm sample của từng unit"),
-    "stats_samples": Text("stats.json units.{unit}.samples must be a count, got {got}",
-                          "units.{unit}.samples trong stats.json phải là một số đếm, hiện tại là {got}"),
-    "unit_failed": Text("a failure marker in a published unit; rebuild the dataset",
-                        "có marker thất bại trong một unit đã publish; hãy build lại dataset"),
-    "shard_files": Text(
-        "{file} holds {count} shard files, but its {samples} samples (stats.json) at samples_per_shard={sps} fill "
-        "{want} (shard_000000.bin to {last}): shards were deleted, added or renamed",
-        "{file} chứa {count} file shard, nhưng {samples} sample của nó (stats.json) với samples_per_shard={sps} "
-        "lấp đầy {want} shard (shard_000000.bin đến {last}): shard đã bị xoá, thêm hoặc đổi tên"),
-    "shard_files_none": Text(
-        "{file} holds {count} shard files, but its {samples} samples (stats.json) at samples_per_shard={sps} fill "
-        "{want} (none): shards were deleted, added or renamed",
-        "{file} chứa {count} file shard, nhưng {samples} sample của nó (stats.json) với samples_per_shard={sps} "
-        "lấp đầy {want} shard (không có shard nào): shard đã bị xoá, thêm hoặc đổi tên"),
-    "shard_same_file": Text(
-        "is the same file as {other} (a link to it, or a hard link): each shard holds records of its own",
-        "là cùng một file với {other} (một link tới nó, hoặc hard link): mỗi shard chứa các bản ghi riêng của nó"),
-    # checksums
-    "no_checksums": Text(
-        "manifest.json records no checksums (built before they were recorded); open it without checksums=True",
-        "manifest.json không ghi checksum (dataset được build trước khi có checksum); hãy mở nó mà không dùng "
-        "checksums=True"),
-    "sums_missing": Text("SHA256SUMS is missing (manifest.json records its sha256)",
-                         "thiếu SHA256SUMS (manifest.json ghi sha256 của nó)"),
-    "no_sum_line": Text("SHA256SUMS has no line for this file", "SHA256SUMS không có dòng nào cho file này"),
-    "sha_differs": Text("sha256 is {got}, {recorder} records {want} (the file changed after the build)",
-                        "sha256 là {got}, {recorder} ghi {want} (file đã bị thay đổi sau khi build)"),
-    # sample_index.jsonl
-    "no_index": Text("no sample_index.jsonl ({why})", "không có sample_index.jsonl ({why})"),
-    "index_rows": Text(
-        "sample_index.jsonl has {got} rows for unit {unit}, stats.json counts {want} samples there (rows deleted "
-        "or the index replaced)",
-        "sample_index.jsonl có {got} dòng cho unit {unit}, nhưng stats.json đếm {want} sample ở đó (dòng đã bị "
-        "xoá hoặc index đã bị thay)"),
-    "index_extra_unit": Text(
-        "sample_index.jsonl has rows for unit {unit}, which manifest.json units.sizes {sizes} does not hold",
-        "sample_index.jsonl có dòng cho unit {unit}, nhưng units.sizes {sizes} trong manifest.json không có unit này"),
-    "index_duplicate": Text("sample_index.jsonl lines {first} and {second} both describe sample {sample_id}",
-                            "dòng {first} và dòng {second} của sample_index.jsonl cùng mô tả sample {sample_id}"),
-    "index_stray": Text(
-        "not one of the files manifest.json names for {index} ({named}): a copy or a leftover the reader would "
-        "not read; remove it, or rebuild the dataset",
-        "không thuộc các file mà manifest.json ghi cho {index} ({named}): một bản sao hoặc file sót lại mà "
-        "reader sẽ không đọc; hãy xoá nó, hoặc build lại dataset"),
-    "index_order": Text(
-        "sample_id {sample_id} follows sample_id {previous}: rows are written in ascending sample_id (lines "
-        "swapped, moved or edited)",
-        "sample_id {sample_id} đứng sau sample_id {previous}: các dòng được ghi theo sample_id tăng dần (các dòng "
-        "đã bị đổi chỗ, di chuyển hoặc sửa)"),
-    "row": Text("{detail}", "{detail}"),
-    "row_not_json": Text("not valid JSON", "không phải JSON hợp lệ"),
-    "row_blank": Text("blank line: the build never writes one (a line was inserted or the file edited)",
-                      "dòng trống: build không bao giờ ghi dòng trống (một dòng đã bị chèn vào hoặc file đã bị sửa)"),
-    "row_not_object": Text("row is not a JSON object", "dòng không phải JSON object"),
-    "row_int": Text("{key} must be a non-negative integer below 2**63, got {got}",
-                    "{key} phải là số nguyên không âm nhỏ hơn 2**63, hiện tại là {got}"),
-    "row_source_file": Text("source_file must be a string", "source_file phải là string"),
-    "row_hash": Text("hash must be 64 lowercase hex digits, got {got}",
-                     "hash phải gồm 64 chữ số hex viết thường, hiện tại là {got}"),
-    "row_shard_path": Text("shard_path must look like unit_<size>/shard_NNNNNN.bin, got {got}",
-                           "shard_path phải có dạng unit_<size>/shard_NNNNNN.bin, hiện tại là {got}"),
-    "row_shard_number": Text("shard_path {shard_path}: shard number above 2**31 - 1",
-                             "shard_path {shard_path}: số thứ tự shard lớn hơn 2**31 - 1"),
-    "row_shard_unit": Text("shard_path {shard_path} is not in unit_{unit}",
-                           "shard_path {shard_path} không nằm trong unit_{unit}"),
-    "row_empty_fields": Text("empty_fields must be a list", "empty_fields phải là list"),
-    # shards and records
-    "shard_missing": Text("shard file not found", "không tìm thấy file shard"),
-    "shard_not_file": Text("not a regular file (a shard is a file of records)",
-                           "không phải file thường (shard là một file chứa các bản ghi)"),
-    "shard_truncated": Text(
-        "{size} bytes is not a whole number of {record_bytes}-byte records (truncated or corrupt shard)",
-        "{size} byte không phải là một số nguyên lần bản ghi {record_bytes} byte (shard bị cắt cụt hoặc bị hỏng)"),
-    "shard_records": Text(
-        "{shard} holds {got} records, but sample_index.jsonl places {want} there ({samples} samples in unit "
-        "{unit}, {sps} per shard)",
-        "{shard} chứa {got} bản ghi, nhưng sample_index.jsonl đặt {want} bản ghi ở đó ({samples} sample trong "
-        "unit {unit}, {sps} sample mỗi shard)"),
-    "extra_shard": Text(
-        "{shard} exists, but sample_index.jsonl places none of unit {unit}'s {count} samples there",
-        "{shard} tồn tại, nhưng sample_index.jsonl không đặt sample nào trong {count} sample của unit {unit} ở đó"),
-    "record_range": Text("{shard} record {record} out of range (shard holds {count} records)",
-                         "{shard} bản ghi {record} nằm ngoài phạm vi (shard chứa {count} bản ghi)"),
-    "record": Text("{detail}", "{detail}"),
-    "magic": Text("magic is {got:#x}, expected {want:#x}", "magic là {got:#x}, đúng ra phải là {want:#x}"),
-    "over_unit": Text("segment lengths {lengths} sum to {total} > unit size {unit}",
-                      "tổng độ dài các segment {lengths} là {total} > unit size {unit}"),
-    "token_count": Text("segment lengths {lengths} sum to {total}, sample_index.jsonl says token_count {count}",
-                        "tổng độ dài các segment {lengths} là {total}, nhưng sample_index.jsonl ghi token_count "
-                        "{count}"),
-    "empty_segment": Text("{segment} ({name}) holds {count} tokens", "{segment} ({name}) chứa {count} token"),
-    "empty_filled": Text("segment {detail}, but sample_index.jsonl lists it in empty_fields",
-                         "segment {detail}, nhưng sample_index.jsonl liệt kê nó trong empty_fields"),
-    "vocab": Text("token id {id} at payload position {at} is >= the vocabulary size {vocab} (manifest.json)",
-                  "token id {id} ở vị trí payload {at} >= kích thước vocabulary {vocab} (manifest.json)"),
-    "pad_tail": Text("payload slot {slot} holds {got} after the {total} written tokens, expected the pad id {pad}",
-                     "slot payload {slot} chứa {got} sau {total} token đã ghi, đúng ra phải là pad id {pad}"),
-    "misplaced": Text(
-        "records of unit {unit} are in ascending sample_id, so sample {sample} (number {rank} of the unit) belongs "
-        "at {at} record {at_record}; the index row points elsewhere (rows swapped or edited)",
-        "các bản ghi của unit {unit} được xếp theo sample_id tăng dần, nên sample {sample} (thứ {rank} trong unit) "
-        "phải nằm ở {at} bản ghi {at_record}; dòng index lại trỏ tới chỗ khác (các dòng bị đổi chỗ hoặc bị sửa)"),
-    "not_shard_path": Text("not a shard path (unit_<size>/shard_NNNNNN.bin)",
-                           "không phải đường dẫn shard (unit_<size>/shard_NNNNNN.bin)"),
-    "no_unit": Text("no unit {unit} in {path}; units: {units}", "không có unit {unit} trong {path}; các unit: {units}"),
-    # exports
-    "export_order": Text(
-        "unit {unit}'s shards hold other samples than sample_index.jsonl puts there (from sample {sample_id})",
-        "các shard của unit {unit} chứa sample khác với những gì sample_index.jsonl đặt ở đó (từ sample "
-        "{sample_id})"),
-    "export_extra": Text(
-        "unit {unit}'s shards hold sample {sample_id} beyond the samples sample_index.jsonl lists",
-        "các shard của unit {unit} chứa sample {sample_id}, nằm ngoài các sample mà sample_index.jsonl liệt kê"),
-    "export_dtype": Text("sample {sample_id} holds token id {id}, which does not fit {dtype}",
-                         "sample {sample_id} chứa token id {id}, không vừa kiểu {dtype}"),
-    "target_exists": Text("{file} already exists; remove it or pass --overwrite",
-                          "{file} đã tồn tại; hãy xoá nó hoặc dùng --overwrite"),
-    # the HTML report
-    "no_matplotlib": Text(
-        "the HTML report draws its charts with matplotlib: pip install 'mintdim-beam[report]' (or pip install "
-        "matplotlib)",
-        "report HTML vẽ biểu đồ bằng matplotlib: pip install 'mintdim-beam[report]' (hoặc pip install "
-        "matplotlib)"),
-    # the consumer commands (verify, inspect, plan, report, export)
-    "no_directory": Text("mintdim-beam {command}: no such directory: {paths}",
-                         "mintdim-beam {command}: không có thư mục này: {paths}"),
-    "command_failed": Text("mintdim-beam {command}: {why}", "mintdim-beam {command} thất bại: {why}"),
-    "shard_needs_record": Text("mintdim-beam {command}: --shard needs --record K",
-                               "mintdim-beam {command}: --shard cần đi kèm --record K"),
-    "bad_record_sample": Text(
-        "mintdim-beam {command}: sample {sample_id} ({where}) is a bad record with no shard record: {error}: {why}",
-        "mintdim-beam {command}: sample {sample_id} ({where}) là bad record, không có bản ghi nào trong shard: "
-        "{error}: {why}"),
-    "dropped_sample": Text(
-        "mintdim-beam {command}: sample {sample_id} ({where}) was dropped by the overflow policy ({action}, "
-        "{count} tokens)",
-        "mintdim-beam {command}: sample {sample_id} ({where}) đã bị overflow policy loại bỏ ({action}, "
-        "{count} token)"),
-    "no_sample": Text(
-        "mintdim-beam {command}: sample {sample_id} has no record in {path} (written sample ids: {first}..{last})",
-        "mintdim-beam {command}: sample {sample_id} không có bản ghi nào trong {path} (các sample id đã ghi: "
-        "{first}..{last})"),
-    "no_sample_written": Text(
-        "mintdim-beam {command}: sample {sample_id} has no record in {path} (written sample ids: none)",
-        "mintdim-beam {command}: sample {sample_id} không có bản ghi nào trong {path} (không có sample nào được "
-        "ghi)"),
-    "sizes_not_integers": Text("mintdim-beam {command}: --sizes must be comma-separated integers, got {got}",
-                               "mintdim-beam {command}: --sizes phải là các số nguyên cách nhau bởi dấu phẩy, "
-                               "hiện tại là {got}"),
-    "sizes_not_ascending": Text("mintdim-beam {command}: --sizes must be ascending positive integers, got {got}",
-                                "mintdim-beam {command}: --sizes phải là các số nguyên dương tăng dần, hiện tại "
-                                "là {got}"),
-    "plan_needs_k": Text("mintdim-beam {command}: give -k K: there are no current sizes to take the count from",
-                         "mintdim-beam {command}: hãy cho -k K: không có sizes hiện tại để lấy số lượng unit"),
-    # an error re-raised from its text alone (a DataLoader worker's): the text holds both blocks
-    "relayed": Text("{text}", "lỗi được chuyển tiếp từ một tiến trình khác; nội dung gốc, bằng cả hai ngôn ngữ, "
-                              "nằm trong khối [english]"),
-}
-
-
-def read_text(kind: str, /, **facts: object) -> Text:
-    """The ``READ_PROBLEMS`` wording of ``kind`` with ``facts`` filled in, in both languages.
-
-    A ``detail`` fact is a `Text` (or its two strings) and fills each block with its own
-    language."""
-    template = READ_PROBLEMS[kind]
-    detail = facts.get("detail")
-    en = dict(facts, detail=detail[0]) if detail is not None else facts
-    vi = dict(facts, detail=detail[1]) if detail is not None else facts
-    return Text(template.en.format(**en), template.vi.format(**vi))
-
-
-def joined(parts: Iterable[Text], separator: str = "; ") -> Text:
-    """Paragraph parts joined the same way in both languages."""
-    parts = list(parts)
-    return Text(separator.join(p.en for p in parts), separator.join(p.vi for p in parts))
