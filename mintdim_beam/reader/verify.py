@@ -23,7 +23,7 @@ import hashlib
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -35,58 +35,13 @@ from mintdim_beam.errors import read_errors
 from mintdim_beam.format import names
 from mintdim_beam.reader import output_files
 from mintdim_beam.reader import sample_index
+from mintdim_beam.reader.verify_report import LISTED_PER_CHECK, Checker, Problem, VerifyReport
 from mintdim_beam.storage import files as storage
 
-LISTED_PER_CHECK = 10          # records listed per (shard, check) before counting the rest
+__all__ = ["LISTED_PER_CHECK", "Checker", "Problem", "VerifyReport", "index_file_names", "verify_output"]
+
 _CHUNK_SLOTS = 1 << 22         # slots scanned at once (8-16 MiB of shard)
 _SHARD_PATH = re.compile(r"unit_\d+/shard_\d{6}\.bin")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One inconsistency: the file, and the shard record or index line when known."""
-
-    file: str
-    message: str
-    record: Optional[int] = None
-    line: Optional[int] = None
-
-    def __str__(self) -> str:
-        where = self.file
-        if self.record is not None:
-            where += f" record {self.record}"
-        if self.line is not None:
-            where += f" line {self.line}"
-        return f"{where}: {self.message}"
-
-
-@dataclass
-class VerifyReport:
-    path: str
-    problems: list = field(default_factory=list)
-    samples: int = 0
-    shards: int = 0
-    tokens: int = 0
-    units: int = 0
-    retokenized: int = 0
-    checksummed: Optional[int] = None     # files compared with SHA256SUMS (None: not asked)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def summary(self) -> str:
-        text = (f"{self.samples} samples, {self.tokens} tokens in {self.shards} shards over "
-                f"{self.units} units")
-        if self.retokenized:
-            text += f"; {self.retokenized} samples re-tokenized from their sources"
-        if self.ok:
-            sums = "checksums not compared" if self.checksummed is None else \
-                f"sha256 of {self.checksummed} files"
-            return f"verify OK {self.path}: {text}; {sums}, magic, headers, pad tails, token ids, " \
-                   f"shard counts, sample_index, stats.json and histogram.json all consistent"
-        n = len(self.problems)
-        return f"verify FAILED {self.path}: {n} problem{'s' if n != 1 else ''} ({text})"
 
 
 @dataclass
@@ -100,23 +55,6 @@ class _ShardScan:
 
 
 _MISSING_SHARD = _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
-
-
-class Checker:
-    def __init__(self, path: str):
-        self.path = path
-        self.report = VerifyReport(path)
-
-    def problem(self, file: str, message: str, record=None, line=None) -> None:
-        self.report.problems.append(Problem(file, message, record, line))
-
-    def per_record(self, file: str, records: np.ndarray, describe) -> None:
-        """Report a check failing on ``records``: the first few by name, the rest counted."""
-        for r in records[:LISTED_PER_CHECK].tolist():
-            self.problem(file, describe(r), record=r)
-        if len(records) > LISTED_PER_CHECK:
-            self.problem(file, f"... and {len(records) - LISTED_PER_CHECK} more records fail the same check "
-                               f"({describe(int(records[LISTED_PER_CHECK])).split(':')[0]})")
 
 
 def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int = 64,
