@@ -24,7 +24,7 @@ import numpy as np
 
 from mintdim_beam.reader import dataset as rd
 from mintdim_beam.format.template import parse_template, render_value
-from mintdim_beam.reader.verify import LISTED_PER_CHECK, Checker
+from mintdim_beam.reader.verify_report import LISTED_PER_CHECK, Checker
 from mintdim_beam.errors import read_errors
 from mintdim_beam.format import names
 from mintdim_beam.reader import output_files

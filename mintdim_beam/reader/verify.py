@@ -12,9 +12,12 @@ of rows is also re-rendered and re-tokenized from its source line and compared
 token changed to another valid id.
 
 Shards are scanned in chunks of records with numpy, so memory stays bounded by the
-chunk, not the shard. Every problem names its file and, for a shard, the record; the
-same check failing on many records of one shard is listed for the first few and then
-counted, so a badly broken dataset still gives a readable report.
+chunk, not the shard; the records are checked by the reader's own checks
+(:func:`mintdim_beam.format.record_checks.check_records`), which find the records
+failing each check and their facts, listed here in English. Every problem names its
+file and, for a shard, the record; the same check failing on many records of one shard
+is listed for the first few and then counted, so a badly broken dataset still gives a
+readable report.
 """
 
 from __future__ import annotations
@@ -23,70 +26,25 @@ import hashlib
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from mintdim_beam.reader import dataset as rd
-from mintdim_beam.format.record_checks import parse_checksums
+from mintdim_beam.format.record_checks import check_records, check_token_counts, parse_checksums
 from mintdim_beam.format.names import CHECKSUMS, INDEX_FILES, LENGTH_FIELD, SHARD_NAME, SUMMARY_FILES
 from mintdim_beam.errors import read_errors
 from mintdim_beam.format import names
 from mintdim_beam.reader import output_files
 from mintdim_beam.reader import sample_index
+from mintdim_beam.reader.verify_report import LISTED_PER_CHECK, Checker, Problem, VerifyReport
 from mintdim_beam.storage import files as storage
 
-LISTED_PER_CHECK = 10          # records listed per (shard, check) before counting the rest
+__all__ = ["LISTED_PER_CHECK", "Checker", "Problem", "VerifyReport", "index_file_names", "verify_output"]
+
 _CHUNK_SLOTS = 1 << 22         # slots scanned at once (8-16 MiB of shard)
 _SHARD_PATH = re.compile(r"unit_\d+/shard_\d{6}\.bin")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One inconsistency: the file, and the shard record or index line when known."""
-
-    file: str
-    message: str
-    record: Optional[int] = None
-    line: Optional[int] = None
-
-    def __str__(self) -> str:
-        where = self.file
-        if self.record is not None:
-            where += f" record {self.record}"
-        if self.line is not None:
-            where += f" line {self.line}"
-        return f"{where}: {self.message}"
-
-
-@dataclass
-class VerifyReport:
-    path: str
-    problems: list = field(default_factory=list)
-    samples: int = 0
-    shards: int = 0
-    tokens: int = 0
-    units: int = 0
-    retokenized: int = 0
-    checksummed: Optional[int] = None     # files compared with SHA256SUMS (None: not asked)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def summary(self) -> str:
-        text = (f"{self.samples} samples, {self.tokens} tokens in {self.shards} shards over "
-                f"{self.units} units")
-        if self.retokenized:
-            text += f"; {self.retokenized} samples re-tokenized from their sources"
-        if self.ok:
-            sums = "checksums not compared" if self.checksummed is None else \
-                f"sha256 of {self.checksummed} files"
-            return f"verify OK {self.path}: {text}; {sums}, magic, headers, pad tails, token ids, " \
-                   f"shard counts, sample_index, stats.json and histogram.json all consistent"
-        n = len(self.problems)
-        return f"verify FAILED {self.path}: {n} problem{'s' if n != 1 else ''} ({text})"
 
 
 @dataclass
@@ -100,23 +58,6 @@ class _ShardScan:
 
 
 _MISSING_SHARD = _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
-
-
-class Checker:
-    def __init__(self, path: str):
-        self.path = path
-        self.report = VerifyReport(path)
-
-    def problem(self, file: str, message: str, record=None, line=None) -> None:
-        self.report.problems.append(Problem(file, message, record, line))
-
-    def per_record(self, file: str, records: np.ndarray, describe) -> None:
-        """Report a check failing on ``records``: the first few by name, the rest counted."""
-        for r in records[:LISTED_PER_CHECK].tolist():
-            self.problem(file, describe(r), record=r)
-        if len(records) > LISTED_PER_CHECK:
-            self.problem(file, f"... and {len(records) - LISTED_PER_CHECK} more records fail the same check "
-                               f"({describe(int(records[LISTED_PER_CHECK])).split(':')[0]})")
 
 
 def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int = 64,
@@ -230,6 +171,18 @@ def _scan_units(chk: Checker, meta: output_files.Metadata, hashed: bool = False)
     return scans
 
 
+# verify's English wording of the record checks (format.record_checks.check_records
+# decides which records fail and with what facts), in the order a shard lists them
+_LISTED = {
+    "magic": "magic is {got:#x}, expected {want:#x}",
+    "over_unit": "header lengths sum to {total} > unit size {unit}",
+    "pad_tail": "pad tail: payload slot {slot} holds {got} after the {total} written tokens, expected pad id {pad}",
+    "vocab": "token id {id} at payload position {at} is >= vocab size {vocab}",
+}
+_TOKEN_COUNT = ("header lengths sum to {total} but sample_index.jsonl line {line} (sample {sample}) says "
+                "token_count {count}")
+
+
 def _scan_shard(chk: Checker, meta: output_files.Metadata, unit: int, rel: str, hashed: bool = False) -> _ShardScan:
     """Check every record of one shard; with ``hashed``, the file's sha256 too, from the
     same reads (the records in order, then any incomplete tail)."""
@@ -255,47 +208,26 @@ def _scan_shard(chk: Checker, meta: output_files.Metadata, unit: int, rel: str, 
     n = meta.n_segments
     totals = np.zeros(complete, np.int64)
     unk = np.zeros(complete, np.int64)
-    bad = {"magic": [], "header": [], "tail": [], "vocab": []}
-    first_tail: dict = {}
-    first_vocab: dict = {}
+    failing: dict = {kind: [] for kind in _LISTED}     # kind -> failing records, a chunk at a time
+    facts: dict = {kind: {} for kind in _LISTED}       # kind -> {record: facts}, of the ones listed
     step = max(1, _CHUNK_SLOTS // slots)
-    pos = np.arange(unit)
     for start in range(0, complete, step):
         chunk = np.asarray(arr[start:start + step])
         if sha is not None:
             sha.update(chunk)
-        rows = np.arange(start, start + chunk.shape[0])
-        bad["magic"].append(rows[chunk[:, 0] != meta.magic])
-        lengths = chunk[:, 1:1 + n].astype(np.int64)
-        total = lengths.sum(axis=1)
-        totals[rows] = total
-        bad["header"].append(rows[total > unit])
-        payload = chunk[:, 1 + n:]
-        written = pos[None, :] < total[:, None]
-        tail_bad = (payload != meta.pad_id) & ~written
-        hit = tail_bad.any(axis=1)
-        for r in np.nonzero(hit)[0].tolist():
-            p = int(np.argmax(tail_bad[r]))
-            first_tail[start + r] = (p, int(payload[r, p]))
-        bad["tail"].append(rows[hit])
-        if meta.vocab_size is not None:
-            vocab_bad = (payload >= meta.vocab_size) & written
-            hit = vocab_bad.any(axis=1)
-            for r in np.nonzero(hit)[0].tolist():
-                p = int(np.argmax(vocab_bad[r]))
-                first_vocab[start + r] = (p, int(payload[r, p]))
-            bad["vocab"].append(rows[hit])
+        found = check_records(meta, unit, chunk)
+        totals[start:start + chunk.shape[0]] = found.total
+        for kind in _LISTED:
+            bad = found.failing(kind)
+            if len(bad):
+                failing[kind].append(bad + start)
+                for j in bad[:LISTED_PER_CHECK + 1 - len(facts[kind])].tolist():
+                    facts[kind][start + j] = found.facts(kind, j)
         if meta.unk_id is not None:
-            unk[rows] = ((payload == meta.unk_id) & written).sum(axis=1)
-    cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in bad.items()}
-    chk.per_record(rel, cat["magic"], lambda r: f"magic is {int(arr[r, 0]):#x}, expected {meta.magic:#x}")
-    chk.per_record(rel, cat["header"], lambda r: f"header lengths sum to {int(totals[r])} > unit size {unit}")
-    chk.per_record(rel, cat["tail"], lambda r: (
-        f"pad tail: payload slot {first_tail[r][0]} holds {first_tail[r][1]} after the "
-        f"{int(totals[r])} written tokens, expected pad id {meta.pad_id}"))
-    chk.per_record(rel, cat["vocab"], lambda r: (
-        f"token id {first_vocab[r][1]} at payload position {first_vocab[r][0]} is >= vocab size "
-        f"{meta.vocab_size}"))
+            unk[start:start + chunk.shape[0]] = ((chunk[:, 1 + n:] == meta.unk_id) & found.written).sum(axis=1)
+    for kind, wording in _LISTED.items():
+        bad = np.concatenate(failing[kind]) if failing[kind] else np.zeros(0, np.int64)
+        chk.per_record(rel, bad, lambda r, kind=kind, wording=wording: wording.format(**facts[kind][r]))
     if sha is not None and size % rb:
         if data is not None:
             sha.update(data[complete * rb:])
@@ -487,6 +419,7 @@ def _check_sample_index(chk: Checker, meta: output_files.Metadata, index: sample
             chk.problem(name, f"sample {int(ids[rows[k + 1]])} is stored before sample {int(ids[rows[k]])} "
                               f"in unit {unit}; records must be in ascending sample_id",
                         line=int(lines[rows[k + 1]]))
+        held, totals = [], []     # rows pointing to a record of the unit, and its header length sum
         for r in rows.tolist():
             shard, rec = int(index.shard[r]), int(index.record[r])
             rel = meta.shard_path(unit, shard)
@@ -494,11 +427,13 @@ def _check_sample_index(chk: Checker, meta: output_files.Metadata, index: sample
                 dangling.setdefault(rel, []).append(r)
                 continue
             claimed.setdefault((unit, shard), np.zeros(scans[unit][shard].records, np.int64))[rec] += 1
-            written = int(scans[unit][shard].totals[rec])
-            if written != int(index.token_count[r]):
-                chk.problem(rel, f"header lengths sum to {written} but sample_index.jsonl line {int(lines[r])} "
-                                 f"(sample {int(ids[r])}) says token_count {int(index.token_count[r])}",
-                            record=rec)
+            held.append(r)
+            totals.append(int(scans[unit][shard].totals[rec]))
+        found = check_token_counts(np.asarray(totals, np.int64), index.token_count[held])
+        for j in found.failing("token_count").tolist():
+            r = held[j]
+            chk.problem(meta.shard_path(unit, int(index.shard[r])), _TOKEN_COUNT.format(
+                line=int(lines[r]), sample=int(ids[r]), **found.facts("token_count", j)), record=int(index.record[r]))
     for rel, rows in dangling.items():
         for r in rows[:LISTED_PER_CHECK]:
             chk.problem(name, f"sample {int(ids[r])} points to record {int(index.record[r])} of {rel}, "
