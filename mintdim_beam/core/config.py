@@ -20,14 +20,14 @@ from typing import Any, Optional
 from mintdim_beam import errors
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
-from mintdim_beam.format.names import LATEST
+from mintdim_beam.format.names import LATEST, IndexLayout
 
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
 BAD_RECORD_POLICIES = ("abort", "skip")
 #: How the per-block index files are published: ``file`` (one file each, the parts
 #: concatenated at finalize) or ``parts`` (``<index>/part-NNNNN.jsonl``, one per block).
-INDEX_LAYOUTS = ("file", "parts")
+INDEX_LAYOUTS = tuple(layout.value for layout in IndexLayout)
 
 #: Default byte size of the input blocks that workers read independently.
 DEFAULT_BLOCK_SIZE = 4 * 1024 * 1024
@@ -155,8 +155,8 @@ class BuildConfig:
     block_size: int = DEFAULT_BLOCK_SIZE
     #: Take the exact tokenizer accelerators (``mintdim_beam.tokenization.accel``); same output.
     accelerators: bool = True
-    #: ``INDEX_LAYOUTS``: one file per index, or its blocks' parts published in place.
-    index_layout: str = "file"
+    #: One file per index, or its blocks' parts published in place.
+    index_layout: IndexLayout = IndexLayout.FILE
 
     def files_of(self, output: OutputSpec) -> list[FileSpec]:
         return [self.files[i] for i in output.files]
@@ -219,11 +219,11 @@ def normalize_dir(path: str) -> str:
 
 
 def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
-            accelerators: bool = True, index_layout: str = "file") -> BuildConfig:
+            accelerators: bool = True, index_layout: IndexLayout | str = IndexLayout.FILE) -> BuildConfig:
     """Validate ``job`` structurally and broadcast every setting to every file."""
     policies = policies or Policies()
     _check_accelerators(accelerators)
-    check_index_layout(index_layout)
+    index_layout = check_index_layout(index_layout)
     missing = _missing(job)
     if missing:
         raise errors.PipelineValidationError(missing=missing)
@@ -363,8 +363,8 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators, index_layout)
 
 
-def check_index_layout(value) -> str:
-    """``index_layout``: ``file`` (default) or ``parts``."""
+def check_index_layout(value) -> IndexLayout:
+    """``index_layout``: ``file`` (default) or ``parts`` (or their members), as its member."""
     if value not in INDEX_LAYOUTS:
         raise errors.PipelineValidationError.invalid(
             problem=f"index_layout must be one of {', '.join(INDEX_LAYOUTS)}, got {value!r}",
@@ -373,7 +373,7 @@ def check_index_layout(value) -> str:
             problem_vi=f"index_layout phải là một trong {', '.join(INDEX_LAYOUTS)}, hiện tại là {value!r}",
             rules_vi=["run.index_layout: file (mỗi index một file, mặc định) | parts (sample_index/part-NNNNN.jsonl, "
                       "... mỗi khối đầu vào một part, publish không cần nối file)"])
-    return value
+    return IndexLayout(value)
 
 
 def _check_accelerators(value) -> None:

@@ -1,0 +1,49 @@
+"""The build's settings, each stated once: ``index_layout`` as its enum, the defaults of
+``config.resolve``, and ``open_tokenizer``, the one way a tokenizer file is loaded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import TESTDATA
+
+from mintdim_beam import errors
+from mintdim_beam.core.config import JobSpec, check_index_layout, resolve, run_settings
+from mintdim_beam.format.names import IndexLayout
+
+
+def _job() -> JobSpec:
+    return JobSpec(files=["a.jsonl"], fields=[["t"]], templates=["{t}"], tokenizer_kind="sentencepiece",
+                   tokenizer_files=["tok.model"], sizes=[[4, 8]], build_batch=[8],
+                   output_dirs=["out"], samples_per_shard=[3])
+
+
+# --------------------------------------------------------------------------- index_layout
+
+
+def test_index_layout_strings_become_members():
+    for text, member in (("file", IndexLayout.FILE), ("parts", IndexLayout.PARTS)):
+        assert check_index_layout(text) is member
+        assert check_index_layout(member) is member
+        assert run_settings({"index_layout": text})["index_layout"] is member
+        assert resolve(_job(), index_layout=text).index_layout is member
+    assert run_settings({})["index_layout"] is IndexLayout.FILE
+    assert resolve(_job()).index_layout is IndexLayout.FILE
+
+
+def test_index_layout_members_read_as_the_manifest_strings():
+    assert IndexLayout.PARTS == "parts" and IndexLayout.FILE == "file"
+    assert str(IndexLayout.PARTS) == f"{IndexLayout.PARTS}" == "parts"
+    assert json.dumps({"layout": IndexLayout.PARTS}) == '{"layout": "parts"}'
+
+
+@pytest.mark.parametrize("value", ["part", "PARTS", "", None, 1, True, ["parts"]])
+def test_index_layout_refuses_other_values_as_before(value):
+    with pytest.raises(errors.PipelineValidationError) as caught:
+        check_index_layout(value)
+    assert f"index_layout must be one of file, parts, got {value!r}" in str(caught.value)
+    with pytest.raises(errors.PipelineValidationError):
+        resolve(_job(), index_layout=value) if value is not None else run_settings(
+            {"index_layout": None})
