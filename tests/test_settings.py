@@ -47,3 +47,36 @@ def test_index_layout_refuses_other_values_as_before(value):
     with pytest.raises(errors.PipelineValidationError):
         resolve(_job(), index_layout=value) if value is not None else run_settings(
             {"index_layout": None})
+
+
+# --------------------------------------------------------------------------- open_tokenizer
+
+
+@pytest.mark.parametrize("kind,name", [("sentencepiece", "sp_unigram.model"), ("hf_json", "hf_wordpiece.json")])
+def test_open_tokenizer_reads_through_the_given_reader_and_loads_as_load_tokenizer(kind, name):
+    from mintdim_beam.storage import files as storage
+    from mintdim_beam.tokenization.adapters import load_tokenizer, open_tokenizer
+
+    path = str(TESTDATA / name)
+    asked = []
+
+    def read(p):
+        asked.append(p)
+        return storage.read_bytes(p)
+
+    tok = open_tokenizer(kind, path, read, threads=1, accelerators=False)
+    want = load_tokenizer(kind, path, (TESTDATA / name).read_bytes(), threads=1, accelerators=False)
+    assert asked == [path]
+    assert (tok.vocab_size, tok.unk_id, tok.pad_id) == (want.vocab_size, want.unk_id, want.pad_id)
+    texts = ["hello world", "Xin chào thế giới", ""]
+    assert [tok.encode(t) for t in texts] == [want.encode(t) for t in texts]
+    assert tok.encode("hello world")
+
+
+def test_open_tokenizer_fails_as_load_tokenizer_and_as_the_reader():
+    from mintdim_beam.tokenization.adapters import open_tokenizer
+
+    with pytest.raises(errors.TokenizerValidationError):
+        open_tokenizer("sentencepiece", "./tok/t.model", lambda _path: b"")
+    with pytest.raises(FileNotFoundError):
+        open_tokenizer("sentencepiece", "missing.model", lambda p: open(p, "rb").read())

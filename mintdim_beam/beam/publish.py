@@ -42,7 +42,7 @@ from mintdim_beam.core.config import BuildConfig, OutputSpec, describe_sources
 from mintdim_beam.errors import error_from_dict
 from mintdim_beam.core.plan import BuildPlan
 from mintdim_beam.format.shard_format import TokenStorage, slot_storage
-from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.tokenization.adapters import open_tokenizer
 from mintdim_beam.format import names
 from mintdim_beam.format.names import DUPLICATE_INDEX, PER_BLOCK_INDEXES, IndexLayout
 
@@ -168,7 +168,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
         return {"output": out.path, "stats": stats, "shards": shards}
 
     if tok is None:
-        tok = load_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes(out.tokenizer.path))
+        tok = open_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes)
     # Staged files go as soon as nothing needs them: the spills now (only the write
     # stage read them), each index's parts once the index is written. Their pages are
     # then never written back, and the pages the index files dirty replace theirs: at

@@ -66,7 +66,7 @@ from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.config import BuildConfig
 from mintdim_beam.core.plan import BlockRef, make_plan, merge_counts
 from mintdim_beam.core.records import BlockEncoder
-from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.tokenization.adapters import open_tokenizer
 
 # The stages live in their own modules; their names stay importable from here.
 from mintdim_beam.beam.encode_stage import EncodeBlockFn
@@ -299,7 +299,7 @@ class _CountTokensFn(StorageDoFn):
         for spec in self._config.files:
             key = (spec.tokenizer.kind, spec.tokenizer.path)
             if key not in tokenizers:
-                tokenizers[key] = load_tokenizer(key[0], key[1], storage.read_bytes(key[1]),
+                tokenizers[key] = open_tokenizer(key[0], key[1], storage.read_bytes,
                                                  accelerators=self._config.accelerators)
             self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], policies, sizes=(0,))
 

@@ -308,12 +308,12 @@ def _inspect(args) -> int:
 
 def _load_tokenizer(out, path: Optional[str]):
     """The tokenizer to decode with, or (None, why not)."""
-    from mintdim_beam.tokenization.adapters import load_tokenizer
+    from mintdim_beam.tokenization.adapters import open_tokenizer
 
     info = out.manifest.get("tokenizer") or {}
     path = path or info.get("path")
     try:
-        return load_tokenizer(info.get("type"), path, storage.read_bytes(path)), None
+        return open_tokenizer(info.get("type"), path, storage.read_bytes), None
     except Exception as exc:
         return None, f"text not decoded: tokenizer {path} could not be loaded ({str(exc).strip().splitlines()[0]})"
 

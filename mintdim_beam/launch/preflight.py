@@ -25,7 +25,7 @@ from mintdim_beam.beam import claims
 from mintdim_beam import errors
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, normalize_dir
-from mintdim_beam.tokenization.adapters import Tokenizer, load_tokenizer
+from mintdim_beam.tokenization.adapters import Tokenizer, open_tokenizer
 
 
 @dataclass
@@ -87,8 +87,8 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
     loaded: dict = {}
     digests: dict = {}
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
-        data = storage.read_bytes(spec.path)
-        loaded[spec] = load_tokenizer(spec.kind, spec.path, data)
+        data = storage.read_bytes(spec.path)     # read once: loaded, and hashed below
+        loaded[spec] = open_tokenizer(spec.kind, spec.path, lambda _path: data)
         digests[spec] = hashlib.sha256(data).hexdigest()
 
     for out in config.outputs:
