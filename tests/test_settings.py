@@ -49,6 +49,36 @@ def test_index_layout_refuses_other_values_as_before(value):
             {"index_layout": None})
 
 
+# --------------------------------------------------------------------------- defaults
+
+
+def test_none_is_the_default_of_every_setting():
+    from mintdim_beam import pipeline
+    from mintdim_beam.core.config import DEFAULT_ACCELERATORS, DEFAULT_BLOCK_SIZE, DEFAULT_INDEX_LAYOUT, Policies
+
+    assert Policies(None, None, None) == Policies() == Policies(on_overflow="abort", on_template_unk="prompt",
+                                                                on_bad_record="abort")
+    assert Policies(on_overflow="skip", on_bad_record=None) == Policies(on_overflow="skip")
+    for config in (resolve(_job()), resolve(_job(), None, None, None, None)):
+        assert (config.policies, config.block_size, config.accelerators, config.index_layout) == (
+            Policies(), DEFAULT_BLOCK_SIZE, DEFAULT_ACCELERATORS, DEFAULT_INDEX_LAYOUT)
+    assert (DEFAULT_BLOCK_SIZE, DEFAULT_ACCELERATORS, DEFAULT_INDEX_LAYOUT) == (4 << 20, True, "file")
+    job = (pipeline("unit-build").source.jsonl(files=["a.jsonl"], fields=[["t"]], templates=["{t}"])
+           .tokenizer.sentencepiece(files=["tok.model"]).units(sizes=[[4, 8]], build_batch=[8])
+           .output.dir("out", samples_per_shard=[3]))
+    config = job.config()
+    assert (config.policies, config.block_size, config.accelerators, config.index_layout) == (
+        Policies(), DEFAULT_BLOCK_SIZE, DEFAULT_ACCELERATORS, DEFAULT_INDEX_LAYOUT)
+    assert job.config(block_size=2048, index_layout="parts", accelerators=False).index_layout is IndexLayout.PARTS
+
+
+@pytest.mark.parametrize("name", ["block_size", "accelerators", "index_layout"])
+def test_a_job_files_null_is_still_refused(name):
+    """None means "the default" to ``resolve``; a job file's ``null`` is a typing mistake."""
+    with pytest.raises(errors.PipelineValidationError):
+        run_settings({name: None})
+
+
 # --------------------------------------------------------------------------- open_tokenizer
 
 

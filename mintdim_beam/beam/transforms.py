@@ -63,7 +63,7 @@ from mintdim_beam import errors
 from mintdim_beam.beam import options
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import BAD
-from mintdim_beam.core.config import BuildConfig
+from mintdim_beam.core.config import COUNTING_POLICIES, BuildConfig
 from mintdim_beam.core.plan import BlockRef, make_plan, merge_counts
 from mintdim_beam.core.records import BlockEncoder
 from mintdim_beam.tokenization.adapters import open_tokenizer
@@ -290,18 +290,15 @@ class _CountTokensFn(StorageDoFn):
         self._encoders = None
 
     def setup(self):
-        from mintdim_beam.core.config import Policies
-
         super().setup()
         tokenizers = {}
         self._encoders = {}
-        policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
         for spec in self._config.files:
             key = (spec.tokenizer.kind, spec.tokenizer.path)
             if key not in tokenizers:
                 tokenizers[key] = open_tokenizer(key[0], key[1], storage.read_bytes,
                                                  accelerators=self._config.accelerators)
-            self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], policies, sizes=(0,))
+            self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], COUNTING_POLICIES, sizes=(0,))
 
     def process(self, ref: BlockRef):
         spec = self._config.files[ref.file]
