@@ -12,6 +12,7 @@ small files, whose blocks spill into one file or a few (:class:`SpillBuffer`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import dataclasses
 from collections import deque
@@ -39,6 +40,71 @@ from mintdim_beam.core.plan import BlockRef, BlockSummary, EncodeGroup, Overflow
 from mintdim_beam.core.records import BlockEncoder
 from mintdim_beam.beam.stage_base import DIGEST_VALUE, HASH_ROW, NAMESPACE, load_tokenizers, StorageDoFn
 from mintdim_beam.tokenization.adapters import SENTENCEPIECE
+
+
+def _line_too_long(path: str) -> errors.SourceParseError:
+    """The spec's error for a line above ``line_blocks.MAX_LINE_BYTES`` (its number is
+    set by the plan, from the lines before it)."""
+    return errors.SourceParseError(path, 1, f"line longer than {line_blocks.MAX_LINE_BYTES} bytes")
+
+
+def read_blocks(path: str, ref: BlockRef, block_size: int):
+    """The lines (bytes) of the planned block ``ref`` of input ``path``, as the build
+    reads them: ``(block, lines, last)`` for each block read; the encoder and the
+    plan's token count read their inputs through this only.
+
+    A plain file's block is read as planned (``block`` is ``ref``, the only one). A
+    compressed file is one planned block, read from its start and cut at line ends into
+    blocks of about ``block_size`` decompressed bytes, numbered from ``ref.block``; one
+    is read ahead, so that ``last`` says which one ends the file. Raises
+    ``errors.SourceParseError``, fatal whatever the bad-record policy:
+    ``looks_compressed`` when a plain file starts with a compressed format's magic
+    bytes (nothing is yielded); ``bad_compressed`` when a compressed file is truncated
+    or corrupt, after the block of every whole line before the damage (``last``
+    false), at the first line not read.
+    """
+    if not inputs.is_compressed(path):
+        try:
+            lines, _ = line_blocks.read_block_lines(path, ref.start, ref.end, decode=False)
+        except line_blocks.LineTooLongError as exc:
+            err = _line_too_long(path)
+            err.local_line = exc.lines_before      # the lines of the block before it
+            raise err from None
+        found = inputs.looks_compressed(lines[0]) if ref.start == 0 and lines else None
+        if found is not None:
+            raise errors.SourceParseError.looks_compressed(path, 1, *found)
+        yield ref, lines, True
+        return
+    compression = inputs.compression(path)
+    stream = line_blocks.read_stream_blocks(path, compression, block_size, decode=False)
+    with contextlib.closing(stream):
+        held, k, done = None, 0, 0
+        while True:   # one block ahead, to know the last one
+            try:
+                following, broken = next(stream, None), None
+            except (CompressedDataError, line_blocks.LineTooLongError) as exc:
+                following, broken = None, exc
+            if held is not None:
+                start, end, lines = held
+                yield BlockRef(ref.file, ref.block + k, start, end), lines, following is None and broken is None
+                k, done = k + 1, done + len(lines)
+            if isinstance(broken, line_blocks.LineTooLongError):
+                raise _line_too_long(path) from None
+            if broken is not None:
+                raise errors.SourceParseError.bad_compressed(path, done + 1, compression, broken.truncated,
+                                                             broken.detail) from None
+            if following is None:
+                return
+            held = following
+
+
+def _refused(file: int, block: int, err: errors.SourceParseError) -> BlockSummary:
+    """The summary of a block that holds an input's fatal error: the plan numbers it
+    after every whole line before it (``err.local_line`` of them in the block itself,
+    for a line too long to read), and stops the build there."""
+    before = getattr(err, "local_line", 0)
+    return BlockSummary(file, block, before, 0, {}, {}, (), 0, 0, (0, before, err.to_dict()))
+
 
 def encode_pool(kind: str, threads: int) -> int:
     """The encoder's pool size for a tokenizer kind, given the process's encode threads
@@ -152,21 +218,14 @@ class EncodeBlockFn(StorageDoFn):
         that decompresses to more than a block, or is damaged: it is read alone, as it
         streams, and its damage is reported there."""
         path = self._config.files[ref.file].path
-        if not inputs.is_compressed(path):
-            lines, _ = line_blocks.read_block_lines(path, ref.start, ref.end, decode=False)
-            found = inputs.looks_compressed(lines[0]) if lines else None
-            if found is None:
-                return lines, None
-            err = errors.SourceParseError.looks_compressed(path, 1, *found)
-            return None, BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
-        stream = line_blocks.read_stream_blocks(path, inputs.compression(path), self._config.block_size, decode=False)
+        blocks = read_blocks(path, ref, self._config.block_size)
         try:
-            first, second = next(stream, None), next(stream, None)
-        except (CompressedDataError, line_blocks.LineTooLongError):
-            return None, None
+            _, lines, last = next(blocks)
+        except errors.SourceParseError as err:
+            return None, (None if inputs.is_compressed(path) else _refused(ref.file, ref.block, err))
         finally:
-            stream.close()
-        return (first[2] if first is not None and second is None else None), None
+            blocks.close()
+        return (lines if last else None), None
 
     def _encode_together(self, together: list):
         """Encode whole files (``(ref, lines)``, one encoder's) as one block: a file's
@@ -187,51 +246,23 @@ class EncodeBlockFn(StorageDoFn):
         yield from self._encode(_Joined(tuple(ref for ref, _ in together), tuple(counts)), joined)
 
     def _process_block(self, ref: BlockRef):
-        spec = self._config.files[ref.file]
-        if inputs.is_compressed(spec.path):
-            # One planned block: read from the start, in blocks cut as it goes.
-            stream = line_blocks.read_stream_blocks(spec.path, inputs.compression(spec.path), self._config.block_size, decode=False)
-            b, held, broken = 0, None, None
-            while True:   # one block ahead, to know the last one
-                try:
-                    following = next(stream, None)
-                except (CompressedDataError, line_blocks.LineTooLongError) as exc:
-                    following, broken = None, exc
-                if held is not None:
-                    start, end, lines = held
-                    if following is None and broken is None:   # the file is done when its last block is spilled
-                        self._completes[(ref.file, b)] = ref.end - ref.start
-                    yield from self._encode(BlockRef(ref.file, b, start, end), lines)
-                    b += 1
-                if following is None:
-                    break
-                held = following
-            if broken is not None:
-                # Corrupt or truncated: one more block, of no line, holds the error, so
-                # the plan numbers it after every whole line before it. Fatal whatever
-                # the bad-record policy (the rest of the file cannot be read).
-                if isinstance(broken, line_blocks.LineTooLongError):
-                    err = _line_too_long(spec.path)
-                else:
-                    err = errors.SourceParseError.bad_compressed(spec.path, 1, inputs.compression(spec.path),
-                                                                 broken.truncated, broken.detail)
-                yield BlockSummary(ref.file, b, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
-            return
-        self._completes[(ref.file, ref.block)] = ref.end - ref.start
-        try:
-            lines, _ = line_blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-        except line_blocks.LineTooLongError as exc:
-            # Fatal whatever the bad-record policy: the line cannot be held to be read.
-            err = _line_too_long(spec.path)
-            yield BlockSummary(ref.file, ref.block, exc.lines_before, 0, {}, {}, (), 0, 0,
-                               (0, exc.lines_before, err.to_dict()))
-            return
-        found = inputs.looks_compressed(lines[0]) if ref.start == 0 and lines else None
-        if found is not None:
-            err = errors.SourceParseError.looks_compressed(spec.path, 1, *found)
-            yield BlockSummary(ref.file, ref.block, 0, 0, {}, {}, (), 0, 0, (0, 0, err.to_dict()))
-            return
-        yield from self._encode(ref, lines)
+        """One planned block (a compressed file: read from its start, in blocks cut as
+        it goes); an input the build refuses (looks compressed; corrupt or truncated,
+        whose rest cannot be read) ends in one more block that holds the error."""
+        blocks = read_blocks(self._config.files[ref.file].path, ref, self._config.block_size)
+        following = ref.block
+        while True:
+            try:
+                block, lines, last = next(blocks)
+            except StopIteration:
+                return
+            except errors.SourceParseError as err:
+                yield _refused(ref.file, following, err)
+                return
+            if last:   # the planned block is done when its last block is spilled
+                self._completes[(ref.file, block.block)] = ref.end - ref.start
+            yield from self._encode(block, lines)
+            following = block.block + 1
 
     def _encode(self, ref: BlockRef, lines: list):
         # Blocks are pipelined (BlockEncoder.feed): a block's summary may leave while a
@@ -309,12 +340,6 @@ class _Joined:
     @property
     def block(self) -> int:
         return self.refs[0].block
-
-
-def _line_too_long(path: str) -> errors.SourceParseError:
-    """The spec's error for a line above ``line_blocks.MAX_LINE_BYTES`` (its number is
-    set by the plan, from the lines before it)."""
-    return errors.SourceParseError(path, 1, f"line longer than {line_blocks.MAX_LINE_BYTES} bytes")
 
 
 @dataclass

@@ -44,9 +44,9 @@ from mintdim_beam import errors
 from mintdim_beam.errors import error_from_dict
 from mintdim_beam.core.plan import BuildPlan
 from mintdim_beam.format.shard_format import TokenStorage, slot_storage
-from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.tokenization.adapters import open_tokenizer
 from mintdim_beam.format import names
-from mintdim_beam.format.names import DUPLICATE_INDEX, PER_BLOCK_INDEXES
+from mintdim_beam.format.names import DUPLICATE_INDEX, PER_BLOCK_INDEXES, IndexLayout
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
 
     if tok is None:
-        tok = load_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes(out.tokenizer.path))
+        tok = open_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes)
     # Staged files go as soon as nothing needs them: the spills now (only the write
     # stage read them), each index's parts once the index is written. Their pages are
     # then never written back, and the pages the index files dirty replace theirs: at
@@ -253,7 +253,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     sums = {}   # path in the output -> sha256 hex: every data file, for SHA256SUMS
     part_sums = {(r.file, r.block): dict(r.sha256) for r in part_results if r.output == out.index}
     for name in PER_BLOCK_INDEXES + (DUPLICATE_INDEX,):
-        if config.index_layout == "parts" and name != DUPLICATE_INDEX:
+        if config.index_layout == IndexLayout.PARTS and name != DUPLICATE_INDEX:
             sums.update(_publish_parts(out, name, blocks, part_sums))
             storage.delete_tree(layout.parts_dir(out, name))
             continue
@@ -314,8 +314,8 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     listing = indexes.checksums_file(sums)
     storage.write_bytes(storage.join(out.path, names.CHECKSUMS), listing)
     found = manifest(config, out, oplan, tok, digests)
-    if config.index_layout == "parts":
-        found["indexes"] = {"layout": "parts", "parts": {name: len(blocks) for name in PER_BLOCK_INDEXES}}
+    if config.index_layout == IndexLayout.PARTS:
+        found["indexes"] = {"layout": IndexLayout.PARTS.value, "parts": {name: len(blocks) for name in PER_BLOCK_INDEXES}}
     found["checksums"] = {"file": names.CHECKSUMS, "sha256": hashlib.sha256(listing).hexdigest()}
     return found, stats
 
@@ -435,9 +435,9 @@ def resolved_config(config: BuildConfig, out: OutputSpec) -> dict:
             "on_bad_record": config.policies.on_bad_record,
         },
     }
-    if config.index_layout != "file":
+    if config.index_layout != IndexLayout.FILE:
         # Other files, split where the blocks end: block_size changes them too.
-        found["index_layout"] = config.index_layout
+        found["index_layout"] = config.index_layout.value
         found["block_size"] = config.block_size
     return found
 

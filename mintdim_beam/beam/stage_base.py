@@ -19,7 +19,7 @@ import numpy as np
 from mintdim_beam.storage import files as storage
 from mintdim_beam.storage import access as storage_access
 from mintdim_beam.core.config import BuildConfig
-from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.tokenization.adapters import open_tokenizer
 from mintdim_beam.storage import clients
 
 NAMESPACE = "mintdim"
@@ -50,7 +50,7 @@ def load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     cache = {}
     for spec in {f.tokenizer for f in config.files}:
         # Several encode calls run at once (see encode_threads): one thread each.
-        cache[spec] = load_tokenizer(spec.kind, spec.path, storage.read_bytes(spec.path), threads=1,
+        cache[spec] = open_tokenizer(spec.kind, spec.path, storage.read_bytes, threads=1,
                                      accelerators=config.accelerators, word_encoder=word_encoder)
         cache[spec].prepare()   # here, not in the first encode call
     return Handle(cache)

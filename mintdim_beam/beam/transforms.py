@@ -57,19 +57,16 @@ from apache_beam.utils.shared import Shared
 from mintdim_beam.core import blocks
 from mintdim_beam.format import inputs
 from mintdim_beam.format.inputs import COMPRESSION_RATIO
-from mintdim_beam.storage import line_blocks
-from mintdim_beam.storage.compressed import CompressedDataError
-from mintdim_beam import errors
 from mintdim_beam.beam import options
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import BAD
-from mintdim_beam.core.config import BuildConfig
+from mintdim_beam.core.config import COUNTING_POLICIES, BuildConfig
 from mintdim_beam.core.plan import BlockRef, make_plan, merge_counts
 from mintdim_beam.core.records import BlockEncoder
-from mintdim_beam.tokenization.adapters import load_tokenizer
+from mintdim_beam.tokenization.adapters import open_tokenizer
 
 # The stages live in their own modules; their names stay importable from here.
-from mintdim_beam.beam.encode_stage import EncodeBlockFn
+from mintdim_beam.beam.encode_stage import EncodeBlockFn, read_blocks
 from mintdim_beam.beam.finalize_stage import FinalizeFn, HashInputFn, result_key  # noqa: F401
 from mintdim_beam.beam.stage_base import DIGEST, PLAN, StorageDoFn
 from mintdim_beam.beam.write_stage import write_task_key, write_tasks, WriteOutputsFn
@@ -294,39 +291,22 @@ class _CountTokensFn(StorageDoFn):
         self._encoders = None
 
     def setup(self):
-        from mintdim_beam.core.config import Policies
-
         super().setup()
         tokenizers = {}
         self._encoders = {}
-        policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
         for spec in self._config.files:
             key = (spec.tokenizer.kind, spec.tokenizer.path)
             if key not in tokenizers:
-                tokenizers[key] = load_tokenizer(key[0], key[1], storage.read_bytes(key[1]),
+                tokenizers[key] = open_tokenizer(key[0], key[1], storage.read_bytes,
                                                  accelerators=self._config.accelerators)
-            self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], policies, sizes=(0,))
+            self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], COUNTING_POLICIES, sizes=(0,))
 
     def process(self, ref: BlockRef):
+        # Read as the build reads it; an input the build refuses fails the plan as it
+        # fails the build (counting its lines as bad records would plan on part of it).
         spec = self._config.files[ref.file]
-        if inputs.is_compressed(spec.path):
-            # Decompressed as the build reads it; a damaged file fails the plan as it
-            # fails the build (counting its lines as bad records would plan on part of it).
-            done = 0
-            stream = line_blocks.read_stream_blocks(spec.path, inputs.compression(spec.path), self._config.block_size, decode=False)
-            try:
-                for start, _, lines in stream:
-                    yield self._count(spec, lines, start == 0)
-                    done += len(lines)
-            except CompressedDataError as exc:
-                raise errors.SourceParseError.bad_compressed(spec.path, done + 1, inputs.compression(spec.path),
-                                                             exc.truncated, exc.detail) from None
-            return
-        lines, _ = line_blocks.read_block_lines(spec.path, ref.start, ref.end, decode=False)
-        found = inputs.looks_compressed(lines[0]) if ref.start == 0 and lines else None
-        if found is not None:
-            raise errors.SourceParseError.looks_compressed(spec.path, 1, *found)
-        yield self._count(spec, lines, ref.start == 0)
+        for block, lines, _ in read_blocks(spec.path, ref, self._config.block_size):
+            yield self._count(spec, lines, block.start == 0)
 
     def _count(self, spec, lines: list, file_start: bool):
         result = self._encoders[spec.index].encode_block(lines, file_start=file_start)

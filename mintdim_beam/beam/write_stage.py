@@ -25,6 +25,7 @@ from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig
 from mintdim_beam.core.plan import DuplicateTask, ShardTask, spill_key
 from mintdim_beam.format.shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
+from mintdim_beam.format.names import IndexLayout
 from mintdim_beam.beam.stage_base import DIGEST_VALUE, DUPS, HASH_ROW, NAMESPACE, PART, SHARD, DuplicatePartResult, PartResult, ShardResult, load_tokenizers, StorageDoFn
 
 #: Duplicate group members rendered per write chunk of a duplicate task's file.
@@ -38,7 +39,7 @@ EXTENDED_CHUNK_BYTES = 8 << 20
 INDEX_GROUP_SAMPLES = 16384
 
 
-def write_tasks(plan, index_layout: str = "file") -> list:
+def write_tasks(plan, index_layout: IndexLayout = IndexLayout.FILE) -> list:
     """The plan's shard tasks, index tasks (a tuple of consecutive ``BlockPlan``) and
     duplicate tasks."""
     if plan.error is not None:
@@ -46,7 +47,7 @@ def write_tasks(plan, index_layout: str = "file") -> list:
     return list(plan.shard_tasks) + index_tasks(plan, index_layout) + list(plan.duplicate_tasks)
 
 
-def index_tasks(plan, index_layout: str) -> list:
+def index_tasks(plan, index_layout: IndexLayout) -> list:
     """Blocks in order, one task each with index_layout "parts" (each block's part is
     published as it is); otherwise runs of consecutive blocks of an output, up to
     ``INDEX_GROUP_SAMPLES`` samples a run (finalize concatenates the parts in order, so
@@ -54,7 +55,7 @@ def index_tasks(plan, index_layout: str) -> list:
     tasks, run, samples = [], [], 0
     for key in sorted(plan.blocks):
         bp = plan.blocks[key]
-        if run and (index_layout == "parts" or bp.output != run[0].output
+        if run and (index_layout == IndexLayout.PARTS or bp.output != run[0].output
                     or samples + bp.samples > INDEX_GROUP_SAMPLES):
             tasks.append(tuple(run))
             run, samples = [], 0
@@ -93,11 +94,11 @@ def write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
     with_unk, unk_tokens = rows["stats"]["samples_with_unk"], rows["stats"]["unk_tokens"]
     sums = []
     written = PartResult.written
-    if config.index_layout != "parts":   # concatenated by finalize, which skips the parts not written
+    if config.index_layout != IndexLayout.PARTS:   # concatenated by finalize, which skips the parts not written
         written = tuple(name for name in written if len(rows[name]))
     for name in written:
         storage.write_bytes(layout.part_path(out, name, first.file, first.block), rows[name])
-        if config.index_layout == "parts":   # published as they are: SHA256SUMS lists each part
+        if config.index_layout == IndexLayout.PARTS:   # published as they are: SHA256SUMS lists each part
             sums.append((name, hashlib.sha256(rows[name]).hexdigest()))
     covered = tuple((bp.file, bp.block) for bp in plans) if len(plans) > 1 else ()
     return PartResult(first.output, first.file, first.block, with_unk, unk_tokens, tuple(sums), written, covered)

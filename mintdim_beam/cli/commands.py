@@ -36,7 +36,9 @@ from mintdim_beam import errors
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.cli import flags
 from mintdim_beam.launch.api import job_file_error, demo_job, load_job_file
-from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE, JobSpec, Policies, check_build_id, resolve, run_settings
+from mintdim_beam.core.config import (BAD_RECORD_POLICIES, DEFAULT_BLOCK_SIZE, DEFAULT_INDEX_LAYOUT, INDEX_LAYOUTS,
+                                      OVERFLOW_POLICIES, TEMPLATE_UNK_POLICIES, JobSpec, Policies, check_build_id,
+                                      resolve, run_settings)
 
 EXIT_ERROR = flags.EXIT_ERROR
 EXIT_USAGE = flags.EXIT_USAGE
@@ -65,13 +67,9 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
             raise job_file_error(J.NEEDS_VERSIONED.format(option="--build-id"))
     if getattr(args, "no_accelerators", False):
         run["accelerators"] = False
-    policies = Policies(
-        on_overflow=run.get("on_overflow", "abort"),
-        on_template_unk=run.get("on_template_unk", "prompt"),
-        on_bad_record=run.get("on_bad_record", "abort"),
-    )
-    config = resolve(spec, policies, run.get("block_size", DEFAULT_BLOCK_SIZE), run["accelerators"],
-                     run["index_layout"])
+    policies = Policies(on_overflow=run.get("on_overflow"), on_template_unk=run.get("on_template_unk"),
+                        on_bad_record=run.get("on_bad_record"))      # None: the default
+    config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"])
     from mintdim_beam.launch.launcher import launch, launch_versioned  # imports Beam; after logging is configured
 
     if run.get("versioned"):
@@ -101,22 +99,24 @@ def _policy_flags(parser: argparse.ArgumentParser, run: Optional[dict] = None) -
     def default(name: str, fallback) -> str:
         return str(run.get(name, fallback)) if run is not None else f"the job's run.{name}, else {fallback}"
 
-    parser.add_argument("--on-overflow", dest="on_overflow", choices=["abort", "truncate", "skip", "extend"],
+    defaults = Policies()
+    parser.add_argument("--on-overflow", dest="on_overflow", choices=list(OVERFLOW_POLICIES),
                         help="a sample longer than the largest unit: stop the build, cut it, drop it, or add a "
-                             "unit that holds it (default: " + default("on_overflow", "abort") + ")")
-    parser.add_argument("--on-template-unk", dest="on_template_unk", choices=["abort", "continue", "prompt"],
+                             "unit that holds it (default: " + default("on_overflow", defaults.on_overflow) + ")")
+    parser.add_argument("--on-template-unk", dest="on_template_unk", choices=list(TEMPLATE_UNK_POLICIES),
                         help="template text that encodes to the unknown token: stop, go on, or ask on a "
-                             "terminal (default: " + default("on_template_unk", "prompt") + ")")
-    parser.add_argument("--on-bad-record", dest="on_bad_record", choices=["abort", "skip"],
+                             "terminal (default: " + default("on_template_unk", defaults.on_template_unk) + ")")
+    parser.add_argument("--on-bad-record", dest="on_bad_record", choices=list(BAD_RECORD_POLICIES),
                         help="a line that is not a valid record: stop, or skip it and list it in "
-                             "bad_record_index.jsonl (default: " + default("on_bad_record", "abort") + ")")
+                             "bad_record_index.jsonl (default: "
+                             + default("on_bad_record", defaults.on_bad_record) + ")")
     parser.add_argument("--block-size", dest="block_size", type=_int_or_text, metavar="BYTES",
                         help="input bytes per unit of work; never changes the output "
                              "(default: " + default("block_size", DEFAULT_BLOCK_SIZE) + ")")
-    parser.add_argument("--index-layout", dest="index_layout", choices=["file", "parts"],
+    parser.add_argument("--index-layout", dest="index_layout", choices=list(INDEX_LAYOUTS),
                         help="parts: publish sample_index/part-NNNNN.jsonl (one per input block) and the other "
                              "per-block indexes likewise, nothing concatenated at finalize (default: "
-                             + default("index_layout", "file") + ")")
+                             + default("index_layout", DEFAULT_INDEX_LAYOUT) + ")")
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")

@@ -308,12 +308,12 @@ def _inspect(args) -> int:
 
 def _load_tokenizer(out, path: Optional[str]):
     """The tokenizer to decode with, or (None, why not)."""
-    from mintdim_beam.tokenization.adapters import load_tokenizer
+    from mintdim_beam.tokenization.adapters import open_tokenizer
 
     info = out.manifest.get("tokenizer") or {}
     path = path or info.get("path")
     try:
-        return load_tokenizer(info.get("type"), path, storage.read_bytes(path)), None
+        return open_tokenizer(info.get("type"), path, storage.read_bytes), None
     except Exception as exc:
         return None, f"text not decoded: tokenizer {path} could not be loaded ({str(exc).strip().splitlines()[0]})"
 
@@ -476,7 +476,7 @@ def _parse_sizes(text: str) -> list:
 def _job_histograms(path: str, args, beam_args: list) -> list:
     """Resolve the job file and tokenize its inputs on Beam: one histogram per output."""
     from mintdim_beam.launch.api import load_job_file
-    from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE, Policies, resolve
+    from mintdim_beam.core.config import COUNTING_POLICIES, resolve
     from mintdim_beam.launch import patterns
     from mintdim_beam.launch import preflight
     from mintdim_beam.storage import access as storage_access
@@ -484,9 +484,8 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
     from mintdim_beam.reader.unit_planner import LengthHistogram
 
     spec, run_section = load_job_file(path)
-    block_size = args.plan_block_size or int(run_section.get("block_size", DEFAULT_BLOCK_SIZE))
-    policies = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
-    config = resolve(spec, policies, block_size)
+    block_size = args.plan_block_size or run_section.get("block_size")     # None: the default
+    config = resolve(spec, COUNTING_POLICIES, None if block_size is None else int(block_size))
     preflight.check_schemes(config)
     storage_access.check([f.path for f in config.files] + [f.tokenizer.path for f in config.files], beam_args)
     config, sizes = patterns.expand_sizes(config, beam_args)    # as the build expands (and lists) them

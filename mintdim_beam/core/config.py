@@ -15,6 +15,7 @@ import posixpath
 import re
 import uuid
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any, Optional
 
 from mintdim_beam import errors
@@ -23,17 +24,23 @@ from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text, number
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
-from mintdim_beam.format.names import LATEST
+from mintdim_beam.format.names import LATEST, IndexLayout
 
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
 BAD_RECORD_POLICIES = ("abort", "skip")
 #: How the per-block index files are published: ``file`` (one file each, the parts
 #: concatenated at finalize) or ``parts`` (``<index>/part-NNNNN.jsonl``, one per block).
-INDEX_LAYOUTS = ("file", "parts")
+INDEX_LAYOUTS = tuple(layout.value for layout in IndexLayout)
 
+# The defaults of the build's settings, stated here only (the policies' are the fields
+# of ``Policies``): ``resolve``, the fluent API and the command line take None for them.
 #: Default byte size of the input blocks that workers read independently.
 DEFAULT_BLOCK_SIZE = 4 * 1024 * 1024
+#: Take the exact tokenizer accelerators by default (same output, less CPU).
+DEFAULT_ACCELERATORS = True
+#: One file per index by default.
+DEFAULT_INDEX_LAYOUT = IndexLayout.FILE
 MIN_BLOCK_SIZE = 1024
 #: A worker holds one block's bytes (and their lines) in memory.
 MAX_BLOCK_SIZE = 1 << 30
@@ -80,13 +87,17 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Policies:
-    """Launch-time answers to the spec's interactive prompts (DESIGN.md §3)."""
+    """Launch-time answers to the spec's interactive prompts (DESIGN.md §3). The field
+    defaults are the policies' defaults; None for one is its default."""
 
     on_overflow: str = "abort"
     on_template_unk: str = "prompt"
     on_bad_record: str = "abort"
 
     def __post_init__(self):
+        for f in dataclass_fields(self):
+            if getattr(self, f.name) is None:
+                object.__setattr__(self, f.name, f.default)
         for name, allowed in (
             ("on_overflow", OVERFLOW_POLICIES),
             ("on_template_unk", TEMPLATE_UNK_POLICIES),
@@ -97,6 +108,10 @@ class Policies:
                 problem = J.ONE_OF.format(name=name, choices=", ".join(allowed), value=value)
                 raise errors.PipelineValidationError.invalid(
                     problem=problem.en, rules=[f"{name}: {' | '.join(allowed)}"], problem_vi=problem.vi)
+
+
+#: The policies a length count (``plan JOB``) runs under: it counts every sample, asks nothing.
+COUNTING_POLICIES = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
 
 
 @dataclass(frozen=True)
@@ -155,9 +170,9 @@ class BuildConfig:
     policies: Policies = field(default_factory=Policies)
     block_size: int = DEFAULT_BLOCK_SIZE
     #: Take the exact tokenizer accelerators (``mintdim_beam.tokenization.accel``); same output.
-    accelerators: bool = True
-    #: ``INDEX_LAYOUTS``: one file per index, or its blocks' parts published in place.
-    index_layout: str = "file"
+    accelerators: bool = DEFAULT_ACCELERATORS
+    #: One file per index, or its blocks' parts published in place.
+    index_layout: IndexLayout = DEFAULT_INDEX_LAYOUT
 
     def files_of(self, output: OutputSpec) -> list[FileSpec]:
         return [self.files[i] for i in output.files]
@@ -216,12 +231,16 @@ def normalize_dir(path: str) -> str:
     return os.path.abspath(path)
 
 
-def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
-            accelerators: bool = True, index_layout: str = "file") -> BuildConfig:
-    """Validate ``job`` structurally and broadcast every setting to every file."""
+def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | None = None,
+            accelerators: bool | None = None, index_layout: IndexLayout | str | None = None) -> BuildConfig:
+    """Validate ``job`` structurally and broadcast every setting to every file.
+
+    A setting given as None takes its default (``DEFAULT_*``, ``Policies()``)."""
     policies = policies or Policies()
+    accelerators = DEFAULT_ACCELERATORS if accelerators is None else accelerators
     _check_accelerators(accelerators)
-    check_index_layout(index_layout)
+    index_layout = check_index_layout(DEFAULT_INDEX_LAYOUT if index_layout is None else index_layout)
+    block_size = DEFAULT_BLOCK_SIZE if block_size is None else block_size
     missing = _missing(job)
     if missing:
         raise errors.PipelineValidationError(missing=missing)
@@ -344,14 +363,14 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int = DE
     return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators, index_layout)
 
 
-def check_index_layout(value) -> str:
-    """``index_layout``: ``file`` (default) or ``parts``."""
+def check_index_layout(value) -> IndexLayout:
+    """``index_layout``: ``file`` (default) or ``parts`` (or their members), as its member."""
     if value not in INDEX_LAYOUTS:
         problem = J.ONE_OF.format(name="index_layout", choices=", ".join(INDEX_LAYOUTS), value=value)
         raise errors.PipelineValidationError.invalid(
             problem=problem.en, rules=[J.INDEX_LAYOUT_RULE.en],
             problem_vi=problem.vi, rules_vi=[J.INDEX_LAYOUT_RULE.vi])
-    return value
+    return IndexLayout(value)
 
 
 def _check_accelerators(value) -> None:
@@ -461,9 +480,9 @@ def run_settings(run: dict) -> dict:
                 problem=problem.en, rules=[f"{name}: {' | '.join(allowed)}"], problem_vi=problem.vi)
     if "block_size" in checked:
         checked["block_size"] = check_block_size(checked["block_size"])
-    checked["accelerators"] = checked.get("accelerators", True)
+    checked["accelerators"] = checked.get("accelerators", DEFAULT_ACCELERATORS)
     _check_accelerators(checked["accelerators"])
-    checked["index_layout"] = check_index_layout(checked.get("index_layout", "file"))
+    checked["index_layout"] = check_index_layout(checked.get("index_layout", DEFAULT_INDEX_LAYOUT))
     if checked["skip_unchanged"] and not checked["versioned"]:
         raise _job_error(J.NEEDS_VERSIONED.format(option="skip_unchanged"))
     return checked

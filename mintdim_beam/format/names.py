@@ -9,6 +9,7 @@ markers, the summaries and the versioned root's ``LATEST``). Pure: no I/O.
 from __future__ import annotations
 
 import re
+from enum import Enum
 
 MANIFEST = "manifest.json"
 BUILD_INFO = "build_info.json"          # the one file that may differ between two builds
@@ -28,6 +29,20 @@ INDEX_FILES = (SAMPLE_INDEX, DUPLICATE_INDEX, UNK_INDEX, OVERFLOW_INDEX, BAD_REC
 #: The indexes written a part per input block (``index_layout: parts``); the duplicate
 #: index is merged from the duplicate tasks instead.
 PER_BLOCK_INDEXES = (SAMPLE_INDEX, UNK_INDEX, OVERFLOW_INDEX, BAD_RECORD_INDEX)
+
+
+class IndexLayout(str, Enum):
+    """How the per-block indexes are published (the build's ``index_layout``): ``file``,
+    one file each (its blocks' parts concatenated at finalize), or ``parts``,
+    ``<index>/part-NNNNN.jsonl``, one per block. The value is what ``manifest.json``'s
+    ``indexes.layout`` says, and a member equals its value (``IndexLayout.PARTS == "parts"``).
+    """
+
+    FILE = "file"
+    PARTS = "parts"
+
+    def __str__(self) -> str:   # the value in str() and f-strings, on every Python version
+        return self.value
 
 FAILED_MARKER = "UNIT_BUILD_FAILED.md"  # in every declared unit of an output that failed
 EMPTY_MARKER = "EMPTY_UNIT.md"          # in a declared unit that received no sample

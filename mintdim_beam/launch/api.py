@@ -17,7 +17,7 @@ import os
 from mintdim_beam import errors
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text
-from mintdim_beam.core.config import DEFAULT_BLOCK_SIZE, JOB_SECTIONS, JobSpec, Policies, check_job_sections, resolve
+from mintdim_beam.core.config import JOB_SECTIONS, JobSpec, Policies, check_job_sections, resolve
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE
 
 DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo")
@@ -96,16 +96,17 @@ class UnitBuildJob:
     def spec(self) -> JobSpec:
         return copy.copy(self._spec)
 
-    def config(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-               block_size=DEFAULT_BLOCK_SIZE, accelerators=True, index_layout="file"):
-        """Validate the declaration and return the resolved ``BuildConfig``."""
+    def config(self, on_overflow=None, on_template_unk=None, on_bad_record=None,
+               block_size=None, accelerators=None, index_layout=None):
+        """Validate the declaration and return the resolved ``BuildConfig``. A setting
+        left None takes its default (``config.Policies``, ``config.DEFAULT_*``)."""
         policies = Policies(on_overflow=on_overflow, on_template_unk=on_template_unk,
                             on_bad_record=on_bad_record)
         return resolve(self._spec, policies, block_size, accelerators, index_layout)
 
-    def run(self, on_overflow="abort", on_template_unk="prompt", on_bad_record="abort",
-            runner=None, options=None, block_size=DEFAULT_BLOCK_SIZE, echo=print, accelerators=True,
-            index_layout="file", quiet=False):
+    def run(self, on_overflow=None, on_template_unk=None, on_bad_record=None,
+            runner=None, options=None, block_size=None, echo=print, accelerators=None,
+            index_layout=None, quiet=False):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
         ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``

@@ -27,7 +27,7 @@ from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, normalize_dir
-from mintdim_beam.tokenization.adapters import Tokenizer, load_tokenizer
+from mintdim_beam.tokenization.adapters import Tokenizer, open_tokenizer
 
 
 @dataclass
@@ -86,8 +86,8 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
     loaded: dict = {}
     digests: dict = {}
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
-        data = storage.read_bytes(spec.path)
-        loaded[spec] = load_tokenizer(spec.kind, spec.path, data)
+        data = storage.read_bytes(spec.path)     # read once: loaded, and hashed below
+        loaded[spec] = open_tokenizer(spec.kind, spec.path, lambda _path: data)
         digests[spec] = hashlib.sha256(data).hexdigest()
 
     for out in config.outputs:

@@ -27,7 +27,7 @@ from mintdim_beam.format.names import MANIFEST
 from mintdim_beam.storage.files import SEQUENTIAL, exists, is_local, join, list_dir, open_local, open_read, read_bytes, size
 from mintdim_beam.format.shard_format import record_slots
 from mintdim_beam.format import names
-from mintdim_beam.format.names import FAILED_MARKER, LENGTH_FIELD, part_name
+from mintdim_beam.format.names import FAILED_MARKER, LENGTH_FIELD, IndexLayout, part_name
 
 
 _DTYPES = {"uint16": (np.dtype("<u2"), 0xFFFF), "uint32": (np.dtype("<u4"), 0xFFFFFFFF)}
@@ -89,7 +89,7 @@ def index_paths(path: str, name: str, manifest: Optional[dict] = None) -> list:
         except ReaderError:
             manifest = {}
     found = manifest.get("indexes") if isinstance(manifest, dict) else None
-    if isinstance(found, dict) and found.get("layout") == "parts":
+    if isinstance(found, dict) and found.get("layout") == IndexLayout.PARTS:
         count = (found.get("parts") or {}).get(name)
         if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
             return [join(path, *part_name(name, k).split("/")) for k in range(count)]

@@ -46,12 +46,12 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     so is an id no line has), and the sampled rows' records against the tokenizer's
     encoding of their true line.
     """
-    from mintdim_beam.tokenization.adapters import load_tokenizer
+    from mintdim_beam.tokenization.adapters import open_tokenizer
 
     info = meta.manifest.get("tokenizer") or {}
     path = info.get("path") if tokenizer == "manifest" else tokenizer
     try:
-        tok = load_tokenizer(info.get("type"), path, storage.read_bytes(path))
+        tok = open_tokenizer(info.get("type"), path, storage.read_bytes)
     except Exception as exc:
         chk.problem(str(path), f"cannot load the tokenizer for re-tokenization: {str(exc).strip()}")
         return

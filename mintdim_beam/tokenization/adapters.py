@@ -23,7 +23,7 @@ import threading
 from array import array
 from collections import abc
 from itertools import chain
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -496,6 +496,16 @@ def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, acceler
         return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder,
                                     accelerators=accelerators)
     raise TokenizerValidationError.unsupported_format(path)
+
+
+def open_tokenizer(kind: str, path: str, read_bytes: Callable[[str], bytes], threads: int = -1,
+                   accelerators: bool = True, word_encoder: bool = True) -> Tokenizer:
+    """The tokenizer file ``path`` of ``kind``, read by ``read_bytes`` and loaded by
+    :func:`load_tokenizer` (same options): the one way the build, preflight and the
+    readers load one. The caller passes the storage layer's ``read_bytes``, which this
+    pure layer does not import, so a local, ``gs://`` or ``s3://`` path loads alike."""
+    return load_tokenizer(kind, path, read_bytes(path), threads=threads, accelerators=accelerators,
+                          word_encoder=word_encoder)
 
 
 #: What a tokenizer call may raise that is not the library failing.
