@@ -1,4 +1,19 @@
-"""Shared fixtures and helpers for the pipeline, real-data and CLI tests.
+"""Shared fixtures and helpers for every test folder.
+
+The suite has one folder per layer of testing, and markers follow the folders
+(``pytest_collection_modifyitems`` below; ``pyproject.toml`` registers them):
+
+* ``unit/``: pure code (errors, format, tokenization, core, storage, reader parts) with
+  no Beam; milliseconds to seconds. A unit test that is the first to import
+  ``apache_beam`` fails (``pytest tests/unit`` checks every one of them).
+* ``transforms/``: the Beam layer's DoFns and transforms, on ``TestPipeline``.
+* ``e2e/``: full builds, the command line, readers on built datasets; all ``slow``.
+* ``remote/``: moto's S3, Dask, GCS, the portable runner, scale-out; ``slow`` and
+  ``remote``. A test elsewhere that asks for a remote fixture is ``remote`` too.
+
+``pytest -m "not slow"`` is the fast lane (unit and transforms, less the few marked
+``slow`` by hand); ``pytest -q`` runs everything. ``runners`` is reserved for tests on
+real Flink/Spark/Prism engines, which skip when the tools are absent.
 
 Helpers (importable as ``from conftest import ...``):
 
@@ -29,14 +44,25 @@ import numpy as np
 import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
 TESTDATA = TESTS_DIR / "testdata"
+#: The demo job's files, shipped as package data (``mintdim-beam demo``).
+DEMO_DIR = REPO_ROOT / "mintdim_beam" / "demo"
 #: ``../shared/realdata`` seen from the repository root; absent on most machines.
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+REALDATA = REPO_ROOT.parent / "shared" / "realdata"
+#: The test folders, one per layer of the suite (see the README's "Tests").
+FOLDERS = ("unit", "transforms", "e2e", "remote")
 
-if str(TESTS_DIR) not in sys.path:
-    sys.path.insert(0, str(TESTS_DIR))
+# This file and ``reference.py`` (``from conftest import ...``), the test data's helpers
+# (``import textgen``), and each test folder, so that a test module can import another
+# one's helpers (``from test_reader import make_dataset``) wherever either lives.
+for _path in (TESTS_DIR, TESTDATA, *(TESTS_DIR / name for name in FOLDERS)):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from reference import ReferenceBuildError, build_reference, parse_template  # noqa: E402
+# moto's S3 server, a GCS prefix and a local Dask cluster, for a test in any folder.
+from remote_fixtures import dask_cluster, gs_remote, remote, s3_remote  # noqa: E402,F401
 
 #: Files an output directory holds besides the contract files the reference builds.
 NON_CONTRACT_FILES = {"manifest.json", "build_info.json"}
@@ -58,6 +84,45 @@ def input_files(config) -> list:
 
 def quiet(*_args, **_kwargs):
     """``echo`` that prints nothing."""
+
+
+# --------------------------------------------------------------------------- markers
+
+#: Tests that ask for one of these fixtures reach a remote store or a cluster.
+REMOTE_FIXTURES = {"s3_remote", "gs_remote", "remote", "dask_cluster", "dask_address"}
+
+
+def folder_of(item) -> str:
+    """``unit``, ``transforms``, ``e2e`` or ``remote``: the test folder ``item`` is in."""
+    try:
+        return Path(str(item.path)).resolve().relative_to(TESTS_DIR).parts[0]
+    except (ValueError, IndexError):
+        return ""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark by folder before ``-m`` selects: ``e2e`` and ``remote`` are ``slow``,
+    ``remote`` (and any test using a remote fixture) is ``remote``."""
+    for item in items:
+        folder = folder_of(item)
+        if folder in ("e2e", "remote"):
+            item.add_marker(pytest.mark.slow)
+        if folder == "remote" or REMOTE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.remote)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_load_no_beam(request):
+    """A unit test must not need Beam: fail one that is the first to import it (seen
+    when ``tests/unit`` runs alone; in a wider run another test has imported it first)."""
+    if folder_of(request.node) != "unit" or "apache_beam" in sys.modules:
+        yield
+        return
+    yield
+    if "apache_beam" in sys.modules:
+        pytest.fail(f"{request.node.nodeid} imported apache_beam: it belongs in tests/transforms or "
+                    f"tests/e2e, not tests/unit", pytrace=False)
 
 
 # --------------------------------------------------------------------------- fixtures

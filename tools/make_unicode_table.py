@@ -4,7 +4,7 @@
 
 The byte-level BPE word encoder (``mintdim_beam/accel/bpe_words.py``) splits words with the
 ``regex`` module, while Hugging Face tokenizers split them with Oniguruma. The two agree
-on every code point assigned by Unicode 14.0 (``tests/test_bpe_words.py`` checks all of
+on every code point assigned by Unicode 14.0 (``tests/unit/test_bpe_words.py`` checks all of
 them) but each library carries its own Unicode tables, so characters assigned later may
 be letters to one and unassigned to the other. A text holding any code point outside
 this table (or a lone surrogate) is therefore encoded by the tokenizer itself.

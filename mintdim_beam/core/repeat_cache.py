@@ -4,7 +4,7 @@ Real corpora repeat samples (the generated benchmark corpus has about 2%, scrape
 instruction data far more), and a repeat needs neither the tokenizer nor the UNK audit:
 its record is a pure function of its field values. Kept apart from the encoder because
 it is an optimisation with its own bounds and bookkeeping, which must change no output
-(tests/test_records.py compares every block with a fresh encoder's result): what to
+(tests/unit/test_records.py compares every block with a fresh encoder's result): what to
 remember (:class:`RepeatCache`), what a kept result holds (:class:`Finished`), how a
 slice's results are kept (:func:`remember`) and merged back in (:func:`add_repeats`).
 """

@@ -33,7 +33,7 @@ before a cut and ``B`` the rest, which starts with that space.
 
 So the ids of the text are those of ``A`` then ``B``, and a token's offsets in ``B`` are
 shifted by ``len(A)`` characters (offsets are character offsets into the Python string).
-``tests/test_long_texts.py`` compares both with the whole text's on real text and on
+``tests/unit/test_long_texts.py`` compares both with the whole text's on real text and on
 texts built to break each step (combining marks after a cut, CJK, control characters,
 added tokens next to a cut).
 """

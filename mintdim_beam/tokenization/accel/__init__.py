@@ -19,7 +19,7 @@ count that differs from the UNK count) goes to the library too.
 
 All of them are switched off together by the build option ``accelerators: false``
 (job file ``run`` section, ``--no-accelerators``, or ``run(accelerators=False)``):
-the published bytes are the same either way (``tests/test_accel.py``), only the CPU
+the published bytes are the same either way (``tests/e2e/test_accel.py``), only the CPU
 time differs. Figures: ``benchmarks/accelerators.py``.
 """
 

@@ -19,7 +19,7 @@ tokenizer itself:
   merges, ``byte_fallback``, ``ignore_merges`` and unknown tokens behave identically;
 - the split uses the ``regex`` module with the exact GPT-2 pattern of HF's ``ByteLevel``
   pre-tokenizer. ``regex`` and Oniguruma agree on every code point assigned in Unicode
-  14.0 (``tests/test_bpe_words.py`` checks each one); a text holding a code point outside
+  14.0 (``tests/unit/test_bpe_words.py`` checks each one); a text holding a code point outside
   that set, or a lone surrogate, is encoded by the tokenizer;
 - a text holding the content of any added token (the tokenizer matches those before
   splitting) is encoded by the tokenizer;

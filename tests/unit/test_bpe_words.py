@@ -341,6 +341,7 @@ def test_isalpha_is_the_splits_letter_class_on_unicode_14():
     assert differ == []
 
 
+@pytest.mark.slow     # every assigned code point: several seconds
 def test_split_agrees_with_the_tokenizer_on_every_unicode_14_code_point():
     """Every assigned code point, between letters, digits, spaces, apostrophes and itself.
 
@@ -364,6 +365,7 @@ def test_split_agrees_with_the_tokenizer_on_every_unicode_14_code_point():
                     [p for p, _ in pre.pre_tokenize_str(one)], f"U+{ord(c):04X}"
 
 
+@pytest.mark.slow     # a real 50k-vocabulary tokenizer
 def test_realdata_olmo_tokenizer(realdata):
     """GPT-NeoX/OLMo: NFC normalizer, added tokens made of spaces, on the real datasets."""
     path = realdata / "tokenizers" / "olmo_gpt-neox-20b-pii-special.tokenizer.json"

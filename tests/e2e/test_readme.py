@@ -12,13 +12,13 @@ import math
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import REPO_ROOT
 from mintdim_beam.cli.commands import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = REPO_ROOT / "README.md"
 
 
 def _training_example() -> str:

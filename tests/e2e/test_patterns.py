@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,7 @@ from conftest import (TESTDATA, assert_nothing_published, assert_same_outputs, b
                       run_pipeline, write_jsonl)
 from mintdim_beam import errors
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 SP = str(TESTDATA / "sp_unigram.model")
 
@@ -192,8 +190,6 @@ def test_many_files_in_an_s3_folder(s3_remote, tmp_path):
     for r, l in zip(remote, local):
         rows = rows.replace(r.encode(), l.encode())
     assert rows == (out / "sample_index.jsonl").read_bytes()
-
-from test_remote_storage import s3_remote  # noqa: E402,F401  (the moto fixture)
 
 
 def _drop(row: dict, *names) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import json
 import random
-import sys
 
 from conftest import (input_sizes, TESTDATA, assert_same_outputs, build_and_compare, list_output_files, read_jsonl,
                       run_pipeline)
@@ -22,8 +21,7 @@ from mintdim_beam.beam.encode_stage import BlockSpill, SpillBuffer
 from mintdim_beam.core.plan import BlockRef, BlockSummary
 from mintdim_beam.format import inputs
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 FIELDS = [["instruction", "input", "output"]]
 TEMPLATES = ["{instruction}\n{input}\n{output}"]

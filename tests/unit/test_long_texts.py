@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import TESTDATA
+from conftest import REALDATA, TESTDATA
 
 from mintdim_beam.tokenization import long_texts
 from mintdim_beam.tokenization.long_texts import PieceEncoder, cut_points, cuttable
 from mintdim_beam.tokenization.adapters import load_tokenizer
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 TEST_TOKENIZERS = ["hf_wordpiece.json", "hf_bpe_unk.json"]
 REAL_TOKENIZERS = ["bert-base-uncased.tokenizer.json", "all-MiniLM-L6-v2.tokenizer.json"]
 
@@ -72,6 +71,7 @@ def library(path: str):
     return tok
 
 
+@pytest.mark.slow     # about a second per tokenizer
 @pytest.mark.parametrize("path", tokenizer_paths())
 def test_pieces_give_the_whole_texts_ids_and_unk_substrings(path):
     tok = library(path)
@@ -133,6 +133,7 @@ def test_cut_points_fall_before_spaces():
     assert all(text[k] == " " for k in cut_points(text, 1)[1:])
 
 
+@pytest.mark.slow     # seconds per tokenizer
 @pytest.mark.parametrize("name", ["hf_wordpiece.json", "hf_bpe_unk.json", "hf_bytelevel_bpe.json"])
 def test_the_adapter_encodes_long_texts_as_the_library_does_whole(name):
     """Through the build's adapter: texts of LONG_TEXT_CHARS or more go in pieces (or

@@ -17,143 +17,23 @@ import hashlib
 import json
 import os
 import random
-import re
-import socket
-import subprocess
-import sys
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from conftest import TESTDATA, DirectTokenizer, build_and_compare, run_pipeline, write_jsonl
+from remote_fixtures import BUCKET, Remote, free_port as _free_port
 
 from mintdim_beam.errors import MintDimFileNotFoundError
 from mintdim_beam.storage import clients
 from mintdim_beam.storage import compressed
 from mintdim_beam.storage import s3
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 SP = "sentencepiece"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-BUCKET = "mintdim-test"
-
-
-@dataclass
-class Remote:
-    """A writable remote prefix and the Beam flags that reach it."""
-
-    root: str
-    options: list = field(default_factory=list)
-    s3_client: object = None      # boto3 client for test I/O; None: Beam FileSystems
-    request_log: Path = None      # the S3 server's log: one line per request it answered
-
-    def requests(self) -> list:
-        """``(method, path)`` of every request the server logged so far."""
-        found = []
-        # Werkzeug >= 3.1.9 styles non-200 lines with ANSI colours even into a file.
-        text = _ANSI.sub("", self.request_log.read_text(errors="replace"))
-        for line in text.splitlines():
-            if '"' in line and " HTTP/1." in line:
-                method, _, rest = line.split('"', 2)[1].partition(" ")
-                found.append((method, rest.rsplit(" HTTP/1.", 1)[0]))
-        return found
-
-    def configure(self):
-        from apache_beam.io.filesystems import FileSystems
-        from apache_beam.options.pipeline_options import PipelineOptions
-
-        FileSystems.set_options(PipelineOptions(self.options))
-
-    def upload(self, local: str, name: str) -> str:
-        path = f"{self.root}/{name}"
-        if self.s3_client is not None:
-            bucket, key = path[len("s3://"):].split("/", 1)
-            self.s3_client.put_object(Bucket=bucket, Key=key, Body=Path(local).read_bytes())
-            return path
-        from apache_beam.io.filesystems import FileSystems
-
-        self.configure()
-        with FileSystems.create(path) as f:
-            f.write(Path(local).read_bytes())
-        return path
-
-    def download_tree(self, directory: str) -> dict:
-        """``{relpath: bytes}`` of every object below ``directory``."""
-        prefix = directory.rstrip("/") + "/"
-        found = {}
-        if self.s3_client is not None:
-            bucket, key_prefix = prefix[len("s3://"):].split("/", 1)
-            pages = self.s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key_prefix)
-            for page in pages:
-                for item in page.get("Contents", []):
-                    body = self.s3_client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-                    found[item["Key"][len(key_prefix):]] = body
-            return found
-        from apache_beam.io.filesystems import FileSystems
-
-        self.configure()
-        for m in FileSystems.match([prefix + "**"])[0].metadata_list:
-            with FileSystems.open(m.path) as f:
-                found[m.path[len(prefix):]] = f.read() if m.size_in_bytes else b""
-        return found
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_remote(tmp_path_factory):
-    """moto's S3 server in its own process (in a thread it would share our GIL)."""
-    pytest.importorskip("boto3")
-    pytest.importorskip("moto.server")
-    import boto3
-
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("moto") / "requests.log"
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
-    try:
-        keys = dict(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
-        client = boto3.client("s3", endpoint_url=endpoint, **keys)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.create_bucket(Bucket=BUCKET)
-                break
-            except Exception:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        yield Remote(f"s3://{BUCKET}/mintdim", [
-            f"--s3_endpoint_url={endpoint}", "--s3_access_key_id=testing",
-            "--s3_secret_access_key=testing", "--s3_region_name=us-east-1",
-        ], client, log)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def gs_remote():
-    root = os.environ.get("MINTDIM_TEST_GCS_ROOT")
-    if not root:
-        pytest.skip("set MINTDIM_TEST_GCS_ROOT=gs://bucket/prefix to run the GCS cases")
-    pytest.importorskip("apache_beam.io.gcp.gcsfilesystem")
-    return Remote(f"{root.rstrip('/')}/{uuid.uuid4().hex[:8]}")
-
-
-@pytest.fixture(params=["s3", "gs"])
-def remote(request) -> Remote:
-    return request.getfixturevalue(f"{request.param}_remote")
 
 
 def _job(directory: Path) -> dict:

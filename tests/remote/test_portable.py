@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
+from remote_fixtures import worker_pool_env
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 
 def _free_port() -> int:
@@ -100,7 +100,7 @@ def test_build_through_a_beam_worker_pool_gives_identical_bytes(corpus):
     port = _free_port()
     pool = subprocess.Popen(
         [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=worker_pool_env())
     try:
         _wait_for_port(port, pool, "the worker pool")
         outputs = _build(root, job, "pool", block_size=2048, build_batch=[5], runner="PortableRunner",

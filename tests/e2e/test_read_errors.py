@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import quiet, write_jsonl
+from conftest import DEMO_DIR, quiet, write_jsonl
 
 from mintdim_beam.cli.commands import main
 from mintdim_beam.errors import DatasetAccessError, MintDimError, ReaderError, error_from_dict
 
-DEMO_MODEL = str(Path(__file__).resolve().parents[1] / "mintdim_beam" / "demo" / "demo.model")
+DEMO_MODEL = str(DEMO_DIR / "demo.model")
 UNIT = 64
 N_SEG = 4                     # "Q: ", q, "\nA: ", a
 SLOTS = 1 + N_SEG + UNIT

@@ -15,7 +15,6 @@ import gzip
 import hashlib
 import lzma
 import random
-import sys
 import zlib
 from pathlib import Path
 
@@ -27,8 +26,7 @@ from mintdim_beam import errors
 from mintdim_beam.format.inputs import compression
 from mintdim_beam.storage.compressed import open_decompressed
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 
 def _zstd(data: bytes) -> bytes:
@@ -222,9 +220,6 @@ def test_compressed_inputs_on_s3(s3_remote, tmp_path, plain_build):
     assert [name for name in got if got[name] != want[name]] == []
 
 
-from test_remote_storage import s3_remote  # noqa: E402,F401  (the moto fixture)
-
-
 @pytest.mark.parametrize("policy", ["abort", "skip"])
 def test_truncated_compressed_file_is_an_error(tmp_path, policy):
     """A partly copied .gz: never a build that quietly lost the file's tail."""
@@ -323,6 +318,3 @@ def test_every_kind_in_several_folders_through_one_pattern_on_every_runner(tmp_p
                                       options=["--dask_client_address", dask_cluster.scheduler_address]))):
         run_pipeline(**_job([pattern], tmp_path, name, block_size=1024, build_batch=[7], **extra))
         assert_same_outputs(tmp_path / "base", tmp_path / name)
-
-
-from test_scaleout import dask_cluster  # noqa: E402,F401  (a local Dask cluster)

@@ -11,15 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import TESTDATA, build_and_compare, list_output_files, run_pipeline, write_jsonl
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 PER_BLOCK = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
 

@@ -16,14 +16,12 @@ from __future__ import annotations
 import hashlib
 import random
 import socket
-import sys
 
 import pytest
 
 from conftest import TESTDATA, run_pipeline, write_jsonl
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 BUCKET = "mintdim-compose"
 INDEXES = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import quiet, write_jsonl
+from conftest import DEMO_DIR, quiet, write_jsonl
 
 from mintdim_beam.cli.commands import main
 from mintdim_beam.errors import MintDimError, ReaderError
 
-DEMO_MODEL = str(Path(__file__).resolve().parents[1] / "mintdim_beam" / "demo" / "demo.model")
+DEMO_MODEL = str(DEMO_DIR / "demo.model")
 _WORDS = "the bees make honey in the hive and the queen lays eggs while workers gather nectar".split()
 SIZES = [16, 32, 4096, 8192]    # 8192 stays empty: it gets EMPTY_UNIT.md
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTDATA, OutputDir, refused_by_cli, write_jsonl
+from conftest import REPO_ROOT, TESTDATA, OutputDir, refused_by_cli, write_jsonl
 from mintdim_beam.cli.commands import main
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
@@ -183,7 +183,7 @@ def test_inputs_that_are_not_regular_files(tmp_path, which, kind, found):
     files = [str(path)] if which == "source" else None
     job = _job(tmp_path, files=files, tokenizer=str(path) if which == "tokenizer" else TOKENIZER,
                outputs=str(tmp_path / "out"))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run([sys.executable, "-m", "mintdim_beam.cli.commands", "build", job], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path, env=env)
     assert done.returncode == 2, done.stderr

@@ -13,19 +13,17 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
+from remote_fixtures import N_WORKERS
 from mintdim_beam.beam.cores import usable_cores
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 SP = "sentencepiece"
-N_WORKERS = 3
 
 
 def _corpus(directory: Path) -> dict:
@@ -67,17 +65,6 @@ def corpus(tmp_path_factory):
     assert stats[0]["overflow_samples"] > 0 and stats[1]["samples_with_unk"] >= 1
     assert sum(s["shards"] for s in stats) > 20
     return root, job, outputs
-
-
-@pytest.fixture(scope="module")
-def dask_cluster():
-    pytest.importorskip("distributed")
-    from distributed import LocalCluster
-
-    cluster = LocalCluster(n_workers=N_WORKERS, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
-    yield cluster
-    cluster.close()
 
 
 def _build_elsewhere(root: Path, job: dict, name: str, **kwargs) -> list:

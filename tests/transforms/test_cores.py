@@ -154,6 +154,7 @@ def test_this_machine():
     assert n == (mask if limit is None else max(1, min(mask, math.ceil(limit))))
 
 
+@pytest.mark.slow     # two reference-checked builds
 @pytest.mark.parametrize("threads", [1, 3])
 def test_an_explicit_encode_thread_count_reaches_the_encoder_and_keeps_the_bytes(tmp_path, tok, threads):
     """``--encode_threads`` is recorded, sizes each worker's encoder, and the output is

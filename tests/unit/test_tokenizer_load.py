@@ -3,7 +3,8 @@
 An empty, truncated or garbage ``.model``, a ``tokenizer.json`` that is not JSON or not a
 tokenizer, and a file of one format declared as the other all raise
 ``TokenizerValidationError`` ("Tokenizer file cannot be loaded."), from the adapter and
-from the CLI (exit 2, no traceback, nothing written to the output).
+from the CLI (exit 2, no traceback, nothing written to the output: in
+``tests/e2e/test_tokenizer_cli.py``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import json
 
 import pytest
 
-from conftest import TESTDATA, write_jsonl
-from mintdim_beam.cli import commands as cli
+from conftest import TESTDATA
 from mintdim_beam.errors import TokenizerValidationError, error_from_dict
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, load_tokenizer
 
@@ -107,34 +107,3 @@ def test_a_model_cut_between_two_pieces_is_refused():
         load_tokenizer(SENTENCEPIECE, "./tok/cut.model", cut)
     assert caught.value.problem == "not_sentencepiece"
     assert "SentencePiece cannot read it as a model: the file is truncated" in caught.value.english
-
-
-def _job(tmp_path, section: str, tokenizer: str) -> str:
-    data = write_jsonl(tmp_path / "in.jsonl", [{"t": "hello world"}] * 3)
-    job = {"source": {"files": [data], "fields": [["t"]], "templates": ["{t}"]},
-           "tokenizer": {section: [tokenizer]},
-           "units": {"sizes": [[16]], "build_batch": [4]},
-           "output": {"dir": str(tmp_path / "out"), "samples_per_shard": [4]}}
-    path = tmp_path / "job.json"
-    path.write_text(json.dumps(job))
-    return str(path)
-
-
-@pytest.mark.parametrize("section,name,data,problem", [
-    ("sentencepiece", "empty.model", b"", "Problem: the file is empty (0 bytes)"),
-    ("sentencepiece", "truncated.model", SP_MODEL[:2000], "SentencePiece cannot read it as a model"),
-    ("hf_json", "tokenizer.json", b"{not json", "Problem: it is not valid JSON ("),
-    ("hf_json", "real.model", SP_MODEL,
-     "Problem: its name ends in .model, the other format's extension: declare it under the tokenizer type "
-     "that reads .model files, or rename it"),
-    ("sentencepiece", "real.json", HF_JSON_TEXT, "Problem: its name ends in .json, the other format's extension"),
-], ids=["empty.model", "truncated.model", "not-json", "model-as-hf_json", "json-as-sentencepiece"])
-def test_cli_exits_2_and_publishes_nothing(tmp_path, capsys, section, name, data, problem):
-    tokenizer = tmp_path / name
-    tokenizer.write_bytes(data)
-    assert cli.main(["build", _job(tmp_path, section, str(tokenizer))]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    assert TITLE_EN in err and TITLE_VI in err and f"File: {tokenizer}" in err and problem in err
-    out = tmp_path / "out"
-    assert not out.exists() or not any(out.iterdir())

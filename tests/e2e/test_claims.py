@@ -24,17 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTDATA, OutputDir, write_jsonl
+from conftest import REPO_ROOT, TESTDATA, OutputDir, write_jsonl
 from mintdim_beam.beam import claims
 from mintdim_beam import errors
 from mintdim_beam.launch import preflight
 from mintdim_beam import pipeline
 from mintdim_beam.cli.commands import main
 from mintdim_beam.storage import clients
-from test_remote_storage import s3_remote  # noqa: F401  (moto's S3 server, a fixture)
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 TOKENIZER = str(TESTDATA / "sp_unigram.model")
 CLAIM = ".mintdim-claim.json"
@@ -58,7 +56,7 @@ def _job_file(tmp_path: Path, out, rows: int = 3000, **run) -> str:
 
 
 def _cli(*args, cwd) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     return subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli.commands", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
 

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DirectTokenizer, OutputDir, expected_segments, write_jsonl
+from conftest import DEMO_DIR, DirectTokenizer, OutputDir, expected_segments, write_jsonl
 from mintdim_beam.cli.commands import main
-
-DEMO_DIR = Path(__file__).resolve().parents[1] / "mintdim_beam" / "demo"
 
 
 def _job_yaml(tok_path: str, *, sections=("source", "tokenizer", "units", "output", "run"),

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import quiet, read_jsonl, write_jsonl
+from conftest import DEMO_DIR, quiet, read_jsonl, write_jsonl
 
-DEMO_MODEL = str(Path(__file__).resolve().parents[1] / "mintdim_beam" / "demo" / "demo.model")
+DEMO_MODEL = str(DEMO_DIR / "demo.model")
 TEMPLATE = "Question: {q}\nAnswer: {a}"
 SIZES = [24, 48, 96]
 SAMPLES_PER_SHARD = 4

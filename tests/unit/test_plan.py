@@ -97,21 +97,3 @@ def test_tasks_carry_where_each_section_of_a_spill_lies():
     extended = [t for t in plan.shard_tasks if t.unit == 9]
     assert extended[0].overflow == ((0, 0, ovf, 140),)
     assert plan.duplicate_tasks[0].spills == (HashSpill(0, 0, 0, 0, 228),)
-
-
-def test_index_tasks_group_small_consecutive_blocks_of_an_output():
-    """With index_layout "file", consecutive blocks of an output share one index task up
-    to INDEX_GROUP_SAMPLES samples; a larger block is a task alone; with "parts" every
-    block is its own task (its part is published as it is)."""
-    from mintdim_beam.beam.write_stage import INDEX_GROUP_SAMPLES, index_tasks
-
-    config = _config(files=("a.jsonl", "b.jsonl", "c.jsonl"), outputs=("o1", "o1", "o2"))
-    small = INDEX_GROUP_SAMPLES // 3
-    plan = make_plan(config, [
-        _summary(0, 0, small, small, {}), _summary(0, 1, small, small, {}), _summary(0, 2, small, small, {}),
-        _summary(0, 3, small, small, {}), _summary(1, 0, 2 * INDEX_GROUP_SAMPLES, 2 * INDEX_GROUP_SAMPLES, {}),
-        _summary(1, 1, 5, 5, {}), _summary(2, 0, 5, 5, {}),
-    ])
-    keys = [[(bp.file, bp.block) for bp in task] for task in index_tasks(plan, "file")]
-    assert keys == [[(0, 0), (0, 1), (0, 2)], [(0, 3)], [(1, 0)], [(1, 1)], [(2, 0)]]
-    assert [len(task) for task in index_tasks(plan, "parts")] == [1] * 7

@@ -41,8 +41,7 @@ from mintdim_beam.storage import files as storage
 from mintdim_beam.beam import encode_stage, finalize_stage, transforms, write_stage
 from mintdim_beam.cli.commands import main
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 SP = "sentencepiece"
 TOKENIZER = str(TESTDATA / "sp_unigram.model")

@@ -1,15 +1,14 @@
 """Byte-range blocks: every line read exactly once, whatever the block size."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from conftest import input_files, input_sizes
+from conftest import TESTDATA, input_files, input_sizes
 
 from mintdim_beam.storage.line_blocks import read_block_lines
 
-TOKENIZER = str(Path(__file__).parent / "testdata" / "sp_unigram.model")
+TOKENIZER = str(TESTDATA / "sp_unigram.model")
 
 
 def _all_lines(path, size, block):

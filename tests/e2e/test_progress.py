@@ -27,8 +27,7 @@ from mintdim_beam.cli.commands import main
 from mintdim_beam.core.block_result import Figures
 from mintdim_beam.launch.progress import ProgressDisplay
 
-sys.path.insert(0, str(TESTDATA))
-import textgen  # noqa: E402
+import textgen  # tests/testdata/textgen.py (conftest puts tests/testdata on the import path)
 
 TOTAL = Figures(bytes=200_000_000, blocks=50)
 
@@ -350,11 +349,13 @@ def test_a_live_remote_runners_counters_are_shown_against_the_plans_totals(tmp_p
         assert shown.on_counters is None
 
 
+@pytest.mark.remote   # the portable runner and a worker pool, as in tests/remote/test_portable.py
 def test_a_portable_runner_build_is_polled_and_its_counters_are_printed(tmp_path, capsys):
     """The Flink/Spark path: PortableRunner and an external worker pool (as in
     test_portable.py); its result's state and metrics move while the job runs."""
     import subprocess
 
+    from remote_fixtures import worker_pool_env
     from test_portable import _free_port, _stop, _wait_for_port
 
     plain, packed = _corpus(tmp_path, rows=200)
@@ -364,7 +365,7 @@ def test_a_portable_runner_build_is_polled_and_its_counters_are_printed(tmp_path
     port = _free_port()
     pool = subprocess.Popen(
         [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=worker_pool_env())
     echoed = []
     try:
         _wait_for_port(port, pool, "the worker pool")
