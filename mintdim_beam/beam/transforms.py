@@ -65,9 +65,9 @@ from mintdim_beam.core.plan import BlockRef, make_plan, merge_counts
 from mintdim_beam.core.records import BlockEncoder
 from mintdim_beam.tokenization.adapters import open_tokenizer
 
-# The stages live in their own modules; their names stay importable from here.
+# The stages' DoFns live in their own modules; this one wires them.
 from mintdim_beam.beam.encode_stage import EncodeBlockFn, read_blocks
-from mintdim_beam.beam.finalize_stage import FinalizeFn, HashInputFn, result_key  # noqa: F401
+from mintdim_beam.beam.finalize_stage import FinalizeFn, HashInputFn
 from mintdim_beam.beam.stage_base import DIGEST, PLAN, StorageDoFn
 from mintdim_beam.beam.write_stage import write_task_key, write_tasks, WriteOutputsFn
 from mintdim_beam.storage import clients

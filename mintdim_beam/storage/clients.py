@@ -20,7 +20,7 @@ _thread_clients = threading.local()     # this thread's S3IO and GCS client (eac
 
 
 # The file-system options last given to FileSystems by configure() (FileSystems keeps
-# its own copy privately): they also build the s3:// clients of s3io().
+# its own copy privately): they also build the s3:// clients of thread_s3io().
 _options = None
 
 
@@ -89,7 +89,7 @@ def is_s3(path: str) -> bool:
     return path.startswith("s3://")
 
 
-def s3io():
+def thread_s3io():
     """Beam's ``S3IO`` for this thread, built from the options last configured here."""
     from apache_beam.io.aws import s3io
     from apache_beam.io.aws.clients.s3 import boto3_client
@@ -106,7 +106,7 @@ def s3io():
 
 def s3_client():
     """The boto3 client of this thread's ``S3IO`` (for server-side copies: ``compose``)."""
-    return s3io().client.client
+    return thread_s3io().client.client
 
 
 def gcs_client():

@@ -23,7 +23,7 @@ import stat
 import uuid
 from typing import Iterable
 
-from mintdim_beam.storage.clients import is_s3, s3io
+from mintdim_beam.storage.clients import is_s3, thread_s3io
 from mintdim_beam.storage.s3 import MIME as _MIME
 from mintdim_beam.storage.s3 import S3Reader, s3_read_ranges, s3_size_or_none, s3_write
 
@@ -56,7 +56,7 @@ def exists(path: str) -> bool:
     if is_local(path):
         return os.path.exists(path)
     if is_s3(path):
-        return s3io().exists(path)
+        return thread_s3io().exists(path)
     return _fs().exists(path)
 
 
@@ -64,7 +64,7 @@ def size(path: str) -> int:
     if is_local(path):
         return os.path.getsize(path)
     if is_s3(path):
-        return s3io().size(path)
+        return thread_s3io().size(path)
     return _fs().match([path])[0].metadata_list[0].size_in_bytes
 
 
@@ -92,7 +92,7 @@ def sizes_or_none(paths: list[str], threads: int = 8) -> dict:
     listed = set()
     for folder, members in folders.items():
         if len(members) >= LIST_FROM:
-            inside = dict(s3io().list_files(folder))
+            inside = dict(thread_s3io().list_files(folder))
             for p in members:
                 found[p] = inside.get(p)
             listed.update(members)
@@ -166,7 +166,7 @@ def files_and_sizes(directory: str) -> dict:
         return found
     prefix = directory.rstrip("/") + "/"
     if is_s3(directory):
-        return dict(s3io().list_files(prefix))
+        return dict(thread_s3io().list_files(prefix))
     try:
         result = _fs().match([prefix + "**"])[0]
     except Exception:
@@ -228,7 +228,7 @@ def _create(path: str):
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             return open(path, "wb")
     if is_s3(path):
-        return s3io().open(path, "wb", mime_type=_MIME)
+        return thread_s3io().open(path, "wb", mime_type=_MIME)
     return _fs().create(path, mime_type=_MIME, compression_type="uncompressed")
 
 
@@ -401,7 +401,7 @@ def list_dir(path: str) -> list[str]:
 def list_files(directory: str) -> list[str]:
     """Paths of every file under ``directory`` (recursively); [] when it is absent."""
     if is_s3(directory):
-        return sorted(p for p, _ in s3io().list_files(directory.rstrip("/") + "/"))
+        return sorted(p for p, _ in thread_s3io().list_files(directory.rstrip("/") + "/"))
     pattern = join(directory, "**") if not is_local(directory) else os.path.join(directory, "**")
     try:
         result = _fs().match([pattern])[0]
@@ -426,7 +426,7 @@ def rename(src: str, dst: str) -> None:
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
         os.replace(src, dst)
     elif is_s3(src):
-        s3io().rename(src, dst)
+        thread_s3io().rename(src, dst)
     else:
         _fs().rename([src], [dst])
 
@@ -440,7 +440,7 @@ def delete(path: str) -> None:
             pass
     elif exists(path):
         if is_s3(path):
-            s3io().delete(path)
+            thread_s3io().delete(path)
         else:
             _fs().delete([path])
 
@@ -455,7 +455,7 @@ def delete_tree(directory: str) -> None:
     if not paths:
         return
     if is_s3(directory):
-        failed = [(p, err) for p, err in s3io().delete_files(paths) if err is not None]
+        failed = [(p, err) for p, err in thread_s3io().delete_files(paths) if err is not None]
         if failed:
             raise OSError(f"could not delete {len(failed)} objects under {directory}: {failed[0]}")
     else:

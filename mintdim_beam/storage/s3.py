@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from mintdim_beam.storage.clients import s3_client, s3io
+from mintdim_beam.storage.clients import s3_client, thread_s3io
 
 MIME = "application/octet-stream"
 
@@ -77,7 +77,7 @@ class S3Reader:
             offset += self._pos
         elif whence == os.SEEK_END:
             if self._size is None:
-                self._size = s3io().size(self._path)
+                self._size = thread_s3io().size(self._path)
             offset += self._size
         self._pos = offset
         return offset
@@ -101,7 +101,7 @@ def s3_size_or_none(path: str):
     from apache_beam.io.aws.clients.s3 import messages
 
     try:
-        return s3io().size(path)
+        return thread_s3io().size(path)
     except messages.S3ClientError as exc:
         if exc.code == 404:
             return None
@@ -132,7 +132,7 @@ def s3_write(path: str, chunks, sha) -> int:
     written = len(held)
     if sha is not None:
         sha.update(held)
-    with s3io().open(path, "wb", mime_type=MIME) as f:
+    with thread_s3io().open(path, "wb", mime_type=MIME) as f:
         f.write(held)
         del held
         for chunk in chunks:

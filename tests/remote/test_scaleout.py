@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
+from conftest import input_sizes, TESTDATA, assert_same_outputs, build_and_compare, run_pipeline, write_jsonl
 from remote_fixtures import N_WORKERS
 from mintdim_beam.beam.cores import usable_cores
 
@@ -170,11 +170,15 @@ def test_dask_partitions_follow_the_cluster(tmp_path, dask_cluster):
               .tokenizer.sentencepiece(files=[str(TESTDATA / "sp_unigram.model")])
               .units(sizes=[[256]], build_batch=[8]).output.dir(str(tmp_path / "o"), samples_per_shard=[10])
               .config(block_size=1024))
+    from mintdim_beam.core.blocks import plan_groups
+
+    groups = plan_groups(config, input_sizes(config))     # the block plan, as the launcher makes it once
+    assert len(groups) > 2 * N_WORKERS
     opts = PipelineOptions(["--dask_client_address", dask_cluster.scheduler_address])
-    launcher._tune_for_runner(config, "DaskRunner", opts)
+    launcher._tune_for_runner(config, "DaskRunner", opts, groups)
     assert opts.view_as(DaskOptions).npartitions == 2 * N_WORKERS
     opts = PipelineOptions(["--dask_client_address", dask_cluster.scheduler_address, "--dask_npartitions=3"])
-    launcher._tune_for_runner(config, "DaskRunner", opts)
+    launcher._tune_for_runner(config, "DaskRunner", opts, groups)
     assert opts.view_as(DaskOptions).npartitions == 3
 
 

@@ -50,10 +50,6 @@ ALLOWED = {
 #: Layers whose modules must import without loading Beam.
 PURE_LAYERS = ("errors", "format", "tokenization", "core", "reader", "storage")
 
-#: Known and being fixed elsewhere; each has its own strict xfail test below, which
-#: starts failing (XPASS) once it is fixed, so that the exemption is removed.
-KNOWN_CYCLE = frozenset({"mintdim_beam.reader.verify", "mintdim_beam.reader.source_check"})
-KNOWN_LONG = frozenset({"mintdim_beam.errors.messages"})
 
 
 @dataclass(frozen=True)
@@ -213,29 +209,16 @@ def test_the_package_is_parsed_whole():
     assert {layer(m) for m in mods} == set(ALLOWED) | {""}
     assert "mintdim_beam.beam.transforms" in mods and "mintdim_beam.errors" in mods
     targets = {imp.target for imp in imports_of("mintdim_beam.beam.transforms")}
-    assert {"mintdim_beam.core.blocks", "mintdim_beam.errors", "mintdim_beam.storage.files"} <= targets
+    assert {"mintdim_beam.core.blocks", "mintdim_beam.format.inputs", "mintdim_beam.storage.files"} <= targets
     # a lazy import inside a function counts too
     assert "mintdim_beam.core.digests" in targets
 
 
 def test_the_layer_contract_holds():
     problems = layer_violations() + private_imports()
-    problems += [_describe_cycle(c) for c in cycles() if frozenset(c) != KNOWN_CYCLE]
-    problems += [p for p in long_modules() if p.split(":")[0] not in KNOWN_LONG]
+    problems += [_describe_cycle(c) for c in cycles()]
+    problems += long_modules()
     assert not problems, f"{len(problems)} broken layer rule(s):\n  " + "\n  ".join(problems)
-
-
-@pytest.mark.xfail(strict=True, reason="reader.verify <-> reader.source_check import each other; "
-                                       "being fixed separately (then remove this mark and KNOWN_CYCLE)")
-def test_the_known_reader_cycle_is_gone():
-    known = [c for c in cycles() if frozenset(c) == KNOWN_CYCLE]
-    assert not known, "\n".join(_describe_cycle(c) for c in known)
-
-
-@pytest.mark.xfail(strict=True, reason="errors/messages.py is 900 lines; being split separately "
-                                       "(then remove this mark and KNOWN_LONG)")
-def test_the_known_long_module_is_split():
-    assert not [p for p in long_modules() if p.split(":")[0] in KNOWN_LONG]
 
 
 # --------------------------------------------------------------------------- what imports load
