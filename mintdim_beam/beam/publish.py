@@ -213,11 +213,11 @@ def _changed_input(config: BuildConfig, digests: Optional[dict], listed_sizes: O
     or as the fingerprint hashed it, differs from the size the blocks were planned from.
     The fingerprint must vouch for exactly what the dataset holds: a line appended while
     the build ran would be fingerprinted and never built."""
-    for path, listed in sorted((listed_sizes or {}).items()):
-        try:
-            now = storage.size(path)
-        except FileNotFoundError:
-            now = -1
+    listed_sizes = listed_sizes or {}
+    now_sizes = storage.sizes_or_none(sorted(listed_sizes))   # one listing a folder of many, as at launch
+    for path, listed in sorted(listed_sizes.items()):
+        now = now_sizes.get(path)
+        now = -1 if now is None else now
         hashed = (digests or {}).get(path, (listed,))[0]
         if now != listed or hashed != listed:
             return errors.InputChangedError(path, listed, now if now != listed else hashed).to_dict()

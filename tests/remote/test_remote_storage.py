@@ -508,7 +508,7 @@ def test_s3_reads_are_ranged_gets_and_small_writes_one_put(s3_remote):
         assert f.read(16) == small[100:116]
         f.seek(-4, os.SEEK_END)
         assert f.read() == small[-4:] and f.read(10) == b"" and f.tell() == len(small)
-    with compressed.open_decompressed(f"{tag}/small.bin") as f:
+    with compressed.open_decompressed(f"{tag}/small.bin", "uncompressed") as f:
         assert b"".join(iter(lambda: f.read(7000), b"")) == small
     with pytest.raises(FileNotFoundError, match="gone.bin: no such object"):
         storage.read_range(f"{tag}/gone.bin", 0, 10)
@@ -656,7 +656,9 @@ def _input_requests(requests, folder_key: str) -> tuple:
 def test_a_build_lists_its_inputs_once(s3_remote, tmp_path):
     """A pattern's folder is listed once by the whole launcher (expansion, checks, local
     mode, progress total, block list), and a few named files are asked for once each,
-    not once per step; the output is that of the same files built locally."""
+    not once per step; publishing asks once more, to check that no input changed under
+    the build (``publish._changed_input``). The output is that of the same files built
+    locally."""
     rng = random.Random(11)
     local_in = tmp_path / "in"
     files = [write_jsonl(local_in / f"part-{i:03d}.jsonl", textgen.instruction_records(rng, 6)) for i in range(24)]
@@ -678,9 +680,9 @@ def test_a_build_lists_its_inputs_once(s3_remote, tmp_path):
     run_pipeline(files=[f"{s3_remote.root}/{tag}/in/part-*.jsonl", *remote_named], tokenizer_files=[tokenizer],
                  output_dirs=[str(got)], block_size=1024, options=s3_remote.options, **job)
     during = s3_remote.requests()[before:]
-    assert _input_requests(during, f"{key}/in/")[0] == 1
+    assert _input_requests(during, f"{key}/in/")[0] == 2                 # launch, and the check at publish
     listings, heads = _input_requests(during, f"{key}/few/")
-    assert listings == 0 and len(heads) == len(named)   # one HEAD each: size, and so existence
+    assert listings == 0 and len(heads) == 2 * len(named)   # one HEAD each: size, and so existence; again at publish
 
     shards = sorted(p.relative_to(want).as_posix() for p in want.rglob("*.bin"))
     assert shards and shards == sorted(p.relative_to(got).as_posix() for p in got.rglob("*.bin"))
