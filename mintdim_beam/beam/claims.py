@@ -122,23 +122,28 @@ def _claim_local(out_path: str, run_id: str) -> None:
         os.makedirs(out_path, exist_ok=True)
     except OSError as exc:
         raise _unwritable(out_path, exc) from None
-    path = layout.claim_path(out_path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        _create_exclusive(layout.claim_path(out_path), run_id)
     except FileExistsError:
         raise claimed_error(out_path, read(out_path)) from None
     except OSError as exc:
         raise _unwritable(out_path, exc) from None
-    try:
-        os.write(fd, _claim_bytes(run_id))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
     # Found empty before, claimed now: anything else here came in between, from a
     # build that published and released its claim meanwhile, or from another tool.
     if any(name != names.CLAIM for name in os.listdir(out_path)):
         release(out_path, run_id)
         raise errors.OutputValidationError(directory=out_path)
+
+
+def _create_exclusive(path: str, run_id: str) -> None:
+    """Write this build's claim at ``path`` if no file is there (``O_EXCL``: atomic
+    locally), flushed to disk; ``FileExistsError`` otherwise."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, _claim_bytes(run_id))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _claim_remote(out_path: str, run_id: str, settle: float) -> None:
@@ -220,7 +225,7 @@ def claim_root(root: str, run_id: str, settle: float = SETTLE_SECONDS) -> None:
     if storage.is_local(root):
         try:
             os.makedirs(root, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            _create_exclusive(path, run_id)
         except FileExistsError:
             found = _read_claim(path)
             if found is None or _status(found) != "gone":
@@ -231,11 +236,6 @@ def claim_root(root: str, run_id: str, settle: float = SETTLE_SECONDS) -> None:
             return
         except OSError as exc:
             raise _unwritable(root, exc) from None
-        try:
-            os.write(fd, _claim_bytes(run_id))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         return
     found = _read_claim(path)
     if found is not None:
