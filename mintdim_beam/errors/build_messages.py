@@ -232,6 +232,27 @@ TOKENIZER_LOAD_RULE = Text(
     "hoặc tokenizer.json của Hugging Face",
 )
 
+# Not in the spec: ``mintdim-beam tokenizer add-padding`` (the cli's tokenizer tools).
+TOKENIZER_ADD_PADDING = Text(
+    "The padded copy of the tokenizer was not written.",
+    "Bản sao có padding của tokenizer chưa được ghi.",
+)
+TOKENIZER_ADD_PADDING_OUT = Text("Copy:", "Bản sao:")
+#: Why ``add-padding`` wrote nothing; ``{token}``, ``{out}``, ``{detail}`` are facts.
+TOKENIZER_ADD_PADDING_PROBLEMS = {
+    "no_token": Text("{token!r} is not a token of this tokenizer, and the padding must name one of its own "
+                     "tokens (ids come from the tokenizer, never from the job).{candidates}",
+                     "{token!r} không phải token của tokenizer này, mà padding phải chỉ tới một token có sẵn "
+                     "của nó (id lấy từ tokenizer, không bao giờ từ job).{candidates}"),
+    "has_padding": Text("it already configures padding with {detail}; a build pads with that, nothing to add",
+                        "file đã cấu hình padding với {detail}; build sẽ pad bằng token đó, không cần thêm"),
+    "out_exists": Text("{out} already exists; give a new path (the copy never overwrites a file)",
+                       "{out} đã tồn tại; hãy cho một đường dẫn mới (bản sao không bao giờ ghi đè file)"),
+    "not_hf": Text("it is not a Hugging Face tokenizer.json ({detail})",
+                   "file không phải tokenizer.json của Hugging Face ({detail})"),
+}
+TOKENIZER_ADD_PADDING_CANDIDATES = Text(" Tokens that could pad: {tokens}.", " Các token có thể dùng để pad: {tokens}.")
+
 TOKENIZER_SPECIAL = Text(
     "Tokenizer library did not expose a required special token.",
     "Thư viện tokenizer không cung cấp special token bắt buộc.",

@@ -23,7 +23,7 @@ class TokenizerValidationError(MintDimError):
     """
 
     _main_kind = "invalid"
-    _variant_kinds = ("unsupported_format", "unloadable")
+    _variant_kinds = ("unsupported_format", "unloadable", "add_padding")
 
     def __init__(self, component: str, problem: str, problem_vi: str | None = None) -> None:
         """``problem_vi``: the problem in Vietnamese; without it the problem reads the same
@@ -85,6 +85,26 @@ class TokenizerValidationError(MintDimError):
             paragraphs.append(B.labeled(M.FIX, hint.en, hint.vi))
         paragraphs.append(B.labeled(M.RULE, M.TOKENIZER_LOAD_RULE.en, M.TOKENIZER_LOAD_RULE.vi))
         english, vietnamese = cls._render(M.TOKENIZER_UNLOADABLE, paragraphs)
+        return cls._make(english, vietnamese, facts)
+
+
+    @classmethod
+    def add_padding(cls, path: str, out: str, problem: str, token: str = "", detail: str = "",
+                    candidates: Sequence[str] = ()) -> "TokenizerValidationError":
+        """``mintdim-beam tokenizer add-padding`` wrote nothing: ``problem`` is a key of
+        ``build_messages.TOKENIZER_ADD_PADDING_PROBLEMS``; ``candidates``: tokens that could pad."""
+        facts = fact_dict(kind="add_padding", path=path, out=out, problem=problem, token=token, detail=detail,
+                          candidates=list(candidates))
+        listed = M.TOKENIZER_ADD_PADDING_CANDIDATES.format(tokens=", ".join(repr(c) for c in facts["candidates"])) \
+            if facts["candidates"] else B.Text("", "")
+        said = M.TOKENIZER_ADD_PADDING_PROBLEMS[problem].format(token=facts["token"], out=facts["out"],
+                                                                detail=facts["detail"], candidates=listed)
+        paragraphs = [
+            B.labeled(M.FILE, facts["path"]),
+            B.labeled(M.TOKENIZER_ADD_PADDING_OUT, facts["out"]),
+            B.labeled(M.PROBLEM, said.en, said.vi),
+        ]
+        english, vietnamese = cls._render(M.TOKENIZER_ADD_PADDING, paragraphs)
         return cls._make(english, vietnamese, facts)
 
 
