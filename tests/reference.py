@@ -161,6 +161,57 @@ def _sequence_template(segments):
 # --------------------------------------------------------------------------- tokenizers
 
 
+def _varint(data, at):
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _fields(data):
+    """(field number, wire type, value) of a protobuf message, read by hand: varints as
+    ints, length-delimited fields as bytes."""
+    at = 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(data, at)
+        elif wire == 1:
+            value, at = data[at:at + 8], at + 8
+        elif wire == 2:
+            size, at = _varint(data, at)
+            value, at = data[at:at + size], at + size
+        elif wire == 5:
+            value, at = data[at:at + 4], at + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield number, wire, value
+
+
+def _user_defined_pieces(model):
+    """(id, piece) of the USER_DEFINED (type 4) pieces of a SentencePiece model: field 1
+    of ModelProto is a piece, whose field 1 is its text and field 3 its type."""
+    found, index = [], 0
+    for number, wire, value in _fields(model):
+        if number != 1 or wire != 2:
+            continue
+        piece, kind = "", 1
+        for inner, _, item in _fields(value):
+            if inner == 1:
+                piece = item.decode("utf-8")
+            elif inner == 3:
+                kind = item
+        if kind == 4:
+            found.append((index, piece))
+        index += 1
+    return found
+
+
 class _SentencePieceTokenizer:
     def __init__(self, path):
         import sentencepiece
@@ -186,6 +237,9 @@ class _SentencePieceTokenizer:
             if self.sp.is_control(token_id) or self.sp.is_unknown(token_id):
                 self.controls[self.sp.id_to_piece(token_id)] = token_id
         self.by_content = dict(self.controls)
+        with open(path, "rb") as handle:
+            for token_id, piece in _user_defined_pieces(handle.read()):
+                self.by_content.setdefault(piece, token_id)
 
     def encode(self, text):
         """Return (ids, spans): spans[k] is the source substring of token k."""
