@@ -13,6 +13,7 @@ written. Nothing else in the file changes (same JSON, keys in the same order).
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from mintdim_beam import errors
@@ -87,7 +88,9 @@ def padded(data: bytes, token: str, path: str = "", out: str = "") -> tuple:
 
 def add_padding(source: str, token: str, out: str) -> int:
     """Write ``out``, the padded copy of the tokenizer ``source`` (a file or its folder)."""
-    path = special_tokens.main_file(special_tokens.HF_JSON, source)
+    path = source
+    if not (storage.is_local(source) and os.path.isfile(source)):   # a model folder: its tokenizer.json
+        path = special_tokens.main_file(special_tokens.HF_JSON, source)
     if storage.exists(out):
         raise errors.TokenizerValidationError.add_padding(path, out, "out_exists")
     if not storage.exists(path):
