@@ -332,3 +332,21 @@ def test_real_sentencepiece_special_tokens(realdata):
     llama = load(_real(realdata, "kerashub_llama_export_vocab_290.model"), SP)
     assert (llama.unk_id, roles(llama)["bos"], roles(llama)["eos"]) == (3, (1, "<bos>"), (2, "<eos>"))
     assert llama.unk_substrings("漢字 🙂") == []     # byte fallback: the unk never fires
+
+
+def test_a_remote_model_folder_is_read_through_the_callers_storage(tok):
+    """The tokenization layer never touches storage: ``read_bytes`` and ``exists`` come
+    from the caller, so an object-store folder is read like a local one."""
+    root = "s3://bucket/models/chat"
+    store = {f"{root}/{name}": open(f"{tok('hf_chat')}/{name}", "rb").read()
+             for name in ("tokenizer.json", "tokenizer_config.json")}
+    asked = []
+
+    def exists(path):
+        asked.append(path)
+        return path in store
+
+    t = open_tokenizer(HF, root + "/", store.__getitem__, exists=exists)
+    assert asked == [f"{root}/tokenizer_config.json", f"{root}/special_tokens_map.json"]
+    assert (t.unk_id, t.pad_id, roles(t)["eos"]) == (None, 3, (2, "<|im_end|>"))
+    assert "bos" not in roles(t)          # special_tokens_map.json is absent there
