@@ -625,8 +625,10 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
             if kind == "literal" and value not in literal_tokens:
                 ids, spans = tokenizer.encode(value)
                 literal_tokens[value] = (ids, spans)
+                # docs/decisions.md: control tokens, and roles written as control tokens are
                 controls = dict(tokenizer.controls)
-                controls.update({text: token_id for token_id, text in tokenizer.roles.values()})
+                controls.update({text: token_id for token_id, text in tokenizer.roles.values()
+                                 if text and len(text) >= 3 and text[0] + text[-1] in ("<>", "[]")})
                 for text, token_id in controls.items():
                     if text and text in value and ids.count(token_id) < value.count(text):
                         raise ReferenceBuildError("TemplateTokenizerError", None, None,

@@ -259,3 +259,21 @@ def test_report_and_inspect_of_a_build_without_unk(chat_build, tmp_path, capsys)
     assert main(["inspect", chat_build, "--sample-id", "0"]) == 0
     shown = capsys.readouterr().out
     assert "@<|im_start|> (1 tokens)" in shown and "@eos (1 tokens)" in shown
+
+
+def test_an_ordinary_token_named_as_a_role_is_no_lookalike(tmp_path, tok):
+    """A companion may name an ordinary token as eos ("!"): literals holding "!" are text."""
+    import shutil
+
+    from mintdim_beam.storage import files as storage
+    from mintdim_beam.tokenization.adapters import open_tokenizer
+    from mintdim_beam.tokenization.template_tokens import constant_segments, lookalike
+
+    where = tmp_path / "model"
+    where.mkdir()
+    shutil.copy(tok("hf_chat/tokenizer.json"), where / "tokenizer.json")
+    (where / "tokenizer_config.json").write_text(json.dumps({"pad_token": "<|pad|>", "eos_token": "!"}))
+    t = open_tokenizer(HF, str(where), storage.read_bytes, exists=storage.exists)
+    assert t.special_token("eos").content == "!"
+    segments = parse_template("{q}!!! {a}{@eos}")
+    assert lookalike(segments, t, constant_segments(segments, t)) is None

@@ -92,10 +92,17 @@ class SpecialTokens:
 
     def lookalikes(self) -> dict:
         """``{content: id}`` of every token whose text a template literal must not spell
-        without encoding to it: the named tokens and the control ones."""
-        found = {t.content: t.id for t in self.named.values() if t.content}
+        without encoding to it: the control tokens, and the named ones written as control
+        tokens are (``<...>``, ``[...]``). A companion file may name an ordinary token
+        as pad or eos (``"!"``, ``"."``); a literal holding that text is ordinary text."""
+        found = {t.content: t.id for t in self.named.values() if _marked(t.content)}
         found.update((c, i) for c, i in self.control.items() if c)
         return found
+
+
+def _marked(text: str) -> bool:
+    """Whether ``text`` is written as a control token: ``<s>``, ``</s>``, ``<|eot|>``, ``[PAD]``."""
+    return len(text) >= 3 and (text[0], text[-1]) in (("<", ">"), ("[", "]"))
 
 
 # --------------------------------------------------------------------------- files
