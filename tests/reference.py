@@ -4,8 +4,15 @@ This module is a test oracle: the test-suite runs the Beam pipeline and this
 function on the same inputs and compares the output files byte for byte.
 
 It deliberately shares no code with ``mintdim_beam`` and does not use Apache
-Beam. It follows ``DESIGN.md`` (sections 4 and 5) and ``docs/decisions.md``
+Beam. It follows ``DESIGN.md`` (sections 4, 5 and 8) and ``docs/decisions.md``
 literally, with plain loops and one sample at a time; clarity wins over speed.
+
+Section 8 here: a hf_json tokenizer may be a folder holding ``tokenizer.json``; beside a
+file named ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``
+name the special tokens the file does not configure; a vocabulary that covers every
+byte needs no unk (``unk_id`` null); ``{@NAME}`` template segments are one token each,
+rendered (and hashed) as the token's text; a literal spelling a special token's text
+without encoding to its id is a TemplateTokenizerError.
 
 Public API:
 
@@ -85,7 +92,8 @@ def _reject_constant(name):
 
 
 def parse_template(template, source_file=None):
-    """Split a template into segments: a list of ("literal", text) / ("field", name).
+    """Split a template into segments: a list of ("literal", text) / ("field", name) /
+    ("special", NAME) for ``{@NAME}``.
 
     ``{{`` -> ``{``, ``}}`` -> ``}``, ``{name}`` -> placeholder (raw text between the
     braces). Empty ``{}`` or an unbalanced brace -> TemplateFieldMismatchError.
@@ -112,10 +120,16 @@ def parse_template(template, source_file=None):
             if "{" in name:
                 raise ReferenceBuildError("TemplateFieldMismatchError", source_file, None,
                                           "unbalanced '{'")
+            if name == "@":
+                raise ReferenceBuildError("TemplateFieldMismatchError", source_file, None,
+                                          "empty special token {@}")
             if literal:
                 segments.append(("literal", literal))
                 literal = ""
-            segments.append(("field", name))
+            if name.startswith("@"):
+                segments.append(("special", name[1:]))
+            else:
+                segments.append(("field", name))
             i = end + 1
         elif ch == "}":
             if template[i + 1:i + 2] == "}":
@@ -133,10 +147,69 @@ def parse_template(template, source_file=None):
 
 
 def _sequence_template(segments):
-    return [LITERAL_NAME if kind == "literal" else value for kind, value in segments]
+    names = []
+    for kind, value in segments:
+        if kind == "literal":
+            names.append(LITERAL_NAME)
+        elif kind == "special":
+            names.append("@" + value)
+        else:
+            names.append(value)
+    return names
 
 
 # --------------------------------------------------------------------------- tokenizers
+
+
+def _varint(data, at):
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _fields(data):
+    """(field number, wire type, value) of a protobuf message, read by hand: varints as
+    ints, length-delimited fields as bytes."""
+    at = 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(data, at)
+        elif wire == 1:
+            value, at = data[at:at + 8], at + 8
+        elif wire == 2:
+            size, at = _varint(data, at)
+            value, at = data[at:at + size], at + size
+        elif wire == 5:
+            value, at = data[at:at + 4], at + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield number, wire, value
+
+
+def _user_defined_pieces(model):
+    """(id, piece) of the USER_DEFINED (type 4) pieces of a SentencePiece model: field 1
+    of ModelProto is a piece, whose field 1 is its text and field 3 its type."""
+    found, index = [], 0
+    for number, wire, value in _fields(model):
+        if number != 1 or wire != 2:
+            continue
+        piece, kind = "", 1
+        for inner, _, item in _fields(value):
+            if inner == 1:
+                piece = item.decode("utf-8")
+            elif inner == 3:
+                kind = item
+        if kind == 4:
+            found.append((index, piece))
+        index += 1
+    return found
 
 
 class _SentencePieceTokenizer:
@@ -144,6 +217,7 @@ class _SentencePieceTokenizer:
         import sentencepiece
 
         self.path = path
+        self.files = [path]
         self.sp = sentencepiece.SentencePieceProcessor(model_file=path)
         self.unk_id = self.sp.unk_id()
         if self.unk_id is None or self.unk_id < 0:
@@ -152,6 +226,20 @@ class _SentencePieceTokenizer:
         if self.pad_id is None or self.pad_id < 0:
             raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing pad_id")
         self.vocab_size = self.sp.get_piece_size()
+        # {@bos} ... are the model's own ids; {@<piece>} a control or unknown piece.
+        self.roles = {}
+        for role, token_id in (("bos", self.sp.bos_id()), ("eos", self.sp.eos_id()),
+                               ("pad", self.pad_id), ("unk", self.unk_id)):
+            if token_id is not None and token_id >= 0:
+                self.roles[role] = (token_id, self.sp.id_to_piece(token_id))
+        self.controls = {}
+        for token_id in range(self.vocab_size):
+            if self.sp.is_control(token_id) or self.sp.is_unknown(token_id):
+                self.controls[self.sp.id_to_piece(token_id)] = token_id
+        self.by_content = dict(self.controls)
+        with open(path, "rb") as handle:
+            for token_id, piece in _user_defined_pieces(handle.read()):
+                self.by_content.setdefault(piece, token_id)
 
     def encode(self, text):
         """Return (ids, spans): spans[k] is the source substring of token k."""
@@ -170,15 +258,81 @@ class _SentencePieceTokenizer:
         return ids, spans
 
 
+def _gpt2_byte_chars():
+    """The byte-level BPE alphabet: byte -> the character that stands for it."""
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars = {b: chr(b) for b in keep}
+    n = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + n)
+            n += 1
+    return chars
+
+
+def _covers_every_text(spec):
+    """DESIGN.md section 8: a vocabulary without unk is accepted when it provably cannot
+    meet an unknown character: byte fallback with all 256 <0xNN> pieces, or a byte-level
+    BPE holding the symbol of every byte that UTF-8 text can contain (0xC0, 0xC1 and
+    0xF5..0xFF never occur)."""
+    model = spec.get("model") or {}
+    vocab = model.get("vocab")
+    if isinstance(vocab, list):
+        pieces = {entry[0] for entry in vocab}
+    else:
+        pieces = set(vocab or {})
+    if model.get("byte_fallback"):
+        return all("<0x%02X>" % b in pieces for b in range(256))
+    pre = spec.get("pre_tokenizer") or {}
+    if pre.get("type") == "Sequence":
+        steps = pre.get("pretokenizers") or []
+        pre = steps[-1] if steps else {}
+    if model.get("type") != "BPE" or pre.get("type") != "ByteLevel":
+        return False
+    if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        return False
+    chars = _gpt2_byte_chars()
+    return all(chars[b] in pieces for b in range(256) if b not in (0xC0, 0xC1) and b < 0xF5)
+
+
+def _companion_roles(path, tokenizer_file):
+    """{role: content} named by tokenizer_config.json / special_tokens_map.json beside a
+    file named tokenizer.json (a string or {"content": ...}); and the companions read."""
+    roles, read = {}, []
+    if os.path.basename(tokenizer_file) != "tokenizer.json":
+        return roles, read
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        companion = os.path.join(os.path.dirname(tokenizer_file), name)
+        if not os.path.isfile(companion):
+            continue
+        read.append(companion)
+        with open(companion, "r", encoding="utf-8") as handle:
+            config = json.load(handle)
+        for role in ("bos", "eos", "pad", "unk"):
+            value = config.get(role + "_token")
+            if isinstance(value, dict):
+                value = value.get("content")
+            if not isinstance(value, str):
+                continue
+            if role in roles and roles[role] != value:
+                raise ReferenceBuildError("TokenizerSpecialTokenError", path, None,
+                                          f"{role}_token named twice, differently")
+            roles.setdefault(role, value)
+    return roles, read
+
+
 class _HFTokenizer:
     def __init__(self, path):
         from tokenizers import Tokenizer
 
         self.path = path
-        tok = Tokenizer.from_file(path)
+        tokenizer_file = path if path.lower().endswith(".json") else os.path.join(path, "tokenizer.json")
+        tok = Tokenizer.from_file(tokenizer_file)
         padding = tok.padding
-        with open(path, "r", encoding="utf-8") as handle:
+        with open(tokenizer_file, "r", encoding="utf-8") as handle:
             spec = json.load(handle)
+        companions, read = _companion_roles(path, tokenizer_file)
+        self.files = [tokenizer_file] + read
         model = spec.get("model") or {}
         unk_id = None
         if model.get("type") == "Unigram":
@@ -189,12 +343,28 @@ class _HFTokenizer:
             unk_token = model.get("unk_token")
             if unk_token is not None:
                 unk_id = tok.token_to_id(unk_token)
-        if unk_id is None:
+        if unk_id is None and not _covers_every_text(spec):
             raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing unk_id")
-        if not padding or padding.get("pad_id") is None:
+        if padding and padding.get("pad_id") is not None:
+            pad_id, pad_text = padding["pad_id"], padding.get("pad_token")
+        elif "pad" in companions and tok.token_to_id(companions["pad"]) is not None:
+            pad_text = companions["pad"]
+            pad_id = tok.token_to_id(pad_text)
+        else:
             raise ReferenceBuildError("TokenizerSpecialTokenError", path, None, "missing pad_id")
         self.unk_id = unk_id
-        self.pad_id = padding["pad_id"]
+        self.pad_id = pad_id
+        self.roles = {"pad": (pad_id, pad_text)}
+        if unk_id is not None:
+            self.roles["unk"] = (unk_id, tok.id_to_token(unk_id))
+        for role in ("bos", "eos", "unk"):
+            if role not in self.roles and role in companions:
+                found = tok.token_to_id(companions[role])
+                if found is not None:
+                    self.roles[role] = (found, companions[role])
+        added = sorted(spec.get("added_tokens") or [], key=lambda t: t["id"])
+        self.by_content = {t["content"]: t["id"] for t in added}
+        self.controls = {t["content"]: t["id"] for t in added if t.get("special")}
         tok.no_padding()
         tok.no_truncation()
         self.tok = tok
@@ -206,6 +376,19 @@ class _HFTokenizer:
         # offsets are character offsets into the segment text.
         spans = [text[start:end] for start, end in enc.offsets]
         return ids, spans
+
+
+def _special(tokenizer, name, path):
+    """(id, text) of a {@NAME} segment: a role, or a special/added token's content."""
+    if name in ("bos", "eos", "pad", "unk"):
+        found = tokenizer.roles.get(name)
+    elif name in tokenizer.by_content:
+        found = (tokenizer.by_content[name], name)
+    else:
+        found = None
+    if found is None:
+        raise ReferenceBuildError("TemplateTokenizerError", path, None, f"no token for {{@{name}}}")
+    return found
 
 
 def _load_tokenizer(kind, path):
@@ -409,13 +592,18 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
         if norm not in outputs:
             outputs[norm] = {"key": cfg["output_dir"], "files": []}
         outputs[norm]["files"].append(cfg)
+    def tokenizer_bytes(cfg):
+        found = []
+        for name in cfg["tokenizer"].files:
+            with open(name, "rb") as handle:
+                found.append((os.path.basename(name), handle.read()))
+        return found
+
     for group in outputs.values():
         first = group["files"][0]
-        with open(first["tokenizer_path"], "rb") as handle:
-            first_bytes = handle.read()
+        first_bytes = tokenizer_bytes(first)
         for cfg in group["files"][1:]:
-            with open(cfg["tokenizer_path"], "rb") as handle:
-                same_tokenizer = handle.read() == first_bytes
+            same_tokenizer = tokenizer_bytes(cfg) == first_bytes
             if (not same_tokenizer
                     or cfg["sequence_template"] != first["sequence_template"]
                     or cfg["sizes"] != first["sizes"]
@@ -423,17 +611,32 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
                 raise ReferenceBuildError("OutputMappingError", cfg["path"], None,
                                           "files sharing an output differ in config")
 
-    # ---- 4. template literals: tokenized once per file config (preflight)
+    # ---- 4. template literals: tokenized once per file config (preflight); special
+    #         segments are one token each, whatever on_template_unk says
     for cfg in file_cfgs:
+        tokenizer = cfg["tokenizer"]
         literal_tokens = {}
+        special_tokens = {}
         template_has_unk = False
         for kind, value in cfg["segments"]:
+            if kind == "special":
+                special_tokens[value] = _special(tokenizer, value, tokenizer.path)
+        for kind, value in cfg["segments"]:
             if kind == "literal" and value not in literal_tokens:
-                ids, spans = cfg["tokenizer"].encode(value)
+                ids, spans = tokenizer.encode(value)
                 literal_tokens[value] = (ids, spans)
-                if cfg["tokenizer"].unk_id in ids:
+                # docs/decisions.md: control tokens, and roles written as control tokens are
+                controls = dict(tokenizer.controls)
+                controls.update({text: token_id for token_id, text in tokenizer.roles.values()
+                                 if text and len(text) >= 3 and text[0] + text[-1] in ("<>", "[]")})
+                for text, token_id in controls.items():
+                    if text and text in value and ids.count(token_id) < value.count(text):
+                        raise ReferenceBuildError("TemplateTokenizerError", None, None,
+                                                  f"literal {value!r} spells {text!r}")
+                if tokenizer.unk_id is not None and tokenizer.unk_id in ids:
                     template_has_unk = True
         cfg["literal_tokens"] = literal_tokens
+        cfg["special_tokens"] = special_tokens
         if template_has_unk and on_template_unk != "continue":
             # "prompt" without a TTY aborts as well.
             raise ReferenceBuildError("TemplateTokenizerError", None, None,
@@ -473,6 +676,10 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
                 if kind == "literal":
                     text = value
                     ids, spans = cfg["literal_tokens"][value]
+                elif kind == "special":
+                    # docs/decisions.md: a special segment renders as its token's text
+                    token_id, text = cfg["special_tokens"][value]
+                    ids, spans = [token_id], [text]
                 else:
                     text = values[value]
                     ids, spans = tokenizer.encode(text)
@@ -610,7 +817,7 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                 for segment_index, (ids, spans) in enumerate(
                         zip(item["seg_ids"], item["seg_spans"])):
                     for k, token in enumerate(ids):
-                        if token == unk_id:
+                        if unk_id is not None and token == unk_id:
                             positions.append(offset + k)
                             field_indices.append(segment_index)
                             chars.append(spans[k])
@@ -690,6 +897,8 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
         "token_dtype": dtype_name,
         "pad_token_id": pad_id,
     }
+    if unk_id is None:   # DESIGN.md section 8: null for a vocabulary that cannot emit UNK
+        length_field["unk_token_id"] = None
 
     files["histogram.json"] = _json_file(histogram)
     files["stats.json"] = _json_file(stats)

@@ -45,6 +45,7 @@ from mintdim_beam.errors import error_from_dict
 from mintdim_beam.core.plan import BuildPlan
 from mintdim_beam.format.shard_format import TokenStorage, slot_storage
 from mintdim_beam.tokenization.adapters import open_tokenizer
+from mintdim_beam.tokenization.special_tokens import locate
 from mintdim_beam.format import names
 from mintdim_beam.format.names import DUPLICATE_INDEX, PER_BLOCK_INDEXES, IndexLayout
 
@@ -232,7 +233,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     shards = sorted((r.unit, r.shard, r.samples, r.bytes) for r in shard_results if r.output == out.index)
 
     if tok is None:
-        tok = open_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes)
+        tok = open_tokenizer(out.tokenizer.kind, out.tokenizer.path, storage.read_bytes, exists=storage.exists)
     # Staged files go as soon as nothing needs them: the spills now (only the write
     # stage read them), each index's parts once the index is written. Their pages are
     # then never written back, and the pages the index files dirty replace theirs: at
@@ -300,7 +301,7 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     summaries = {
         "histogram.json": indexes.histogram(oplan),
         "stats.json": stats,
-        "length_field.json": indexes.length_field(slots, out.sequence_template, tok.pad_id),
+        "length_field.json": indexes.length_field(slots, out.sequence_template, tok.pad_id, tok.unk_id),
     }
     for name, content in summaries.items():
         data = indexes.dumps_file(content).encode("utf-8")
@@ -452,12 +453,15 @@ def fingerprint(config: BuildConfig, out: OutputSpec, digests: dict, versions: O
         size, sha = digests[path]
         return {"path": path, "size": size, "sha256": sha}
 
+    files = locate(out.tokenizer.kind, out.tokenizer.path, storage.exists)
     body = {
         "inputs": [entry(f.path) for f in config.files_of(out)],
-        "tokenizer": entry(out.tokenizer.path),
+        "tokenizer": entry(files.main),
         "config_sha256": hashlib.sha256(_canonical(resolved_config(config, out))).hexdigest(),
         "versions": versions if versions is not None else component_versions(),
     }
+    if files.companions:    # the files that name its special tokens (DESIGN.md §8)
+        body["tokenizer_companions"] = [entry(p) for p in files.companions]
     return {"id": hashlib.sha256(_canonical(body)).hexdigest(), **body}
 
 

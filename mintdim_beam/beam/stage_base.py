@@ -51,7 +51,8 @@ def load_tokenizers(config: BuildConfig, word_encoder: bool = True):
     for spec in {f.tokenizer for f in config.files}:
         # Several encode calls run at once (see encode_threads): one thread each.
         cache[spec] = open_tokenizer(spec.kind, spec.path, storage.read_bytes, threads=1,
-                                     accelerators=config.accelerators, word_encoder=word_encoder)
+                                     accelerators=config.accelerators, word_encoder=word_encoder,
+                                     exists=storage.exists)
         cache[spec].prepare()   # here, not in the first encode call
     return Handle(cache)
 

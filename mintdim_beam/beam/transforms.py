@@ -241,7 +241,7 @@ class UnitBuild(beam.PTransform):
             # workers alongside encoding instead of before the build on the launcher.
             results.append(
                 pbegin
-                | "ListInputFiles" >> beam.Create(fingerprint_paths(config), reshuffle=False)
+                | "ListInputFiles" >> beam.Create(fingerprint_paths(config, storage.exists), reshuffle=False)
                 | "SpreadInputFiles" >> _Redistribute(lambda path: path)
                 | "HashInputs" >> beam.ParDo(HashInputFn(fs))
                 | "TagDigests" >> beam.Map(_tag(DIGEST))
@@ -298,7 +298,7 @@ class _CountTokensFn(StorageDoFn):
             key = (spec.tokenizer.kind, spec.tokenizer.path)
             if key not in tokenizers:
                 tokenizers[key] = open_tokenizer(key[0], key[1], storage.read_bytes,
-                                                 accelerators=self._config.accelerators)
+                                                 accelerators=self._config.accelerators, exists=storage.exists)
             self._encoders[spec.index] = BlockEncoder(spec, tokenizers[key], COUNTING_POLICIES, sizes=(0,))
 
     def process(self, ref: BlockRef):

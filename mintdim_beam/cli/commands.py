@@ -4,6 +4,7 @@ plan and export what was built.
     mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged]] [Beam options]
     mintdim-beam demo OUT_DIR [Beam options]
     mintdim-beam verify | inspect | plan | report | export ...    (consumer_cli.py)
+    mintdim-beam tokenizer add-padding TOKENIZER_JSON --pad-token TOKEN OUT   (tokenizer_commands.py)
     mintdim-beam --version
 
 A job file (YAML or JSON) holds the same fields as the fluent API plus a run section of
@@ -32,9 +33,11 @@ import sys
 from typing import Optional, Sequence
 
 from mintdim_beam.cli import consumer_commands as consumer_cli
+from mintdim_beam.cli import tokenizer_commands as tokenizer_cli
 from mintdim_beam import errors
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.cli import flags
+from mintdim_beam.storage import clients
 from mintdim_beam.launch.api import job_file_error, demo_job, load_job_file
 from mintdim_beam.core.config import (BAD_RECORD_POLICIES, DEFAULT_BLOCK_SIZE, DEFAULT_INDEX_LAYOUT, INDEX_LAYOUTS,
                                       OVERFLOW_POLICIES, TEMPLATE_UNK_POLICIES, JobSpec, Policies, check_build_id,
@@ -167,7 +170,8 @@ def build_parser() -> tuple[flags.Parser, dict]:
     demo.add_argument("out_dir", metavar="OUT_DIR",
                       help="directory for the two outputs (their directories must be new or empty)")
     _policy_flags(demo, demo_job("OUT_DIR")[1])
-    parsers = {"build": build, "demo": demo, **consumer_cli.add_subcommands(sub)}
+    parsers = {"build": build, "demo": demo, **consumer_cli.add_subcommands(sub),
+               **tokenizer_cli.add_subcommands(sub)}
     for command in parsers.values():
         flags.add_log_level(command, subcommand=True)
     return parser, parsers
@@ -186,6 +190,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exc.code if isinstance(exc.code, int) else flags.EXIT_USAGE
     if args.command in consumer_cli.COMMANDS:
         return consumer_cli.run(args, beam_args)
+    if args.command in tokenizer_cli.COMMANDS:
+        if beam_args:
+            clients.configure(list(beam_args))   # file-system options, for gs:// and s3:// paths
+        return tokenizer_cli.run(args)
     previous = signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGTERM, _interrupt)

@@ -313,7 +313,7 @@ def _load_tokenizer(out, path: Optional[str]):
     info = out.manifest.get("tokenizer") or {}
     path = path or info.get("path")
     try:
-        return open_tokenizer(info.get("type"), path, storage.read_bytes), None
+        return open_tokenizer(info.get("type"), path, storage.read_bytes, exists=storage.exists), None
     except Exception as exc:
         return None, f"text not decoded: tokenizer {path} could not be loaded ({str(exc).strip().splitlines()[0]})"
 

@@ -8,8 +8,10 @@ Pure on purpose: the launcher (a thread, while it builds the pipeline) or a pipe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 from mintdim_beam.core.config import BuildConfig
+from mintdim_beam.tokenization.special_tokens import locate
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,11 @@ class InputDigests:
     seconds: float
 
 
-def fingerprint_paths(config: BuildConfig) -> list[str]:
-    """Every input and tokenizer file of the build, each once, sorted."""
-    return sorted({f.path for f in config.files} | {f.tokenizer.path for f in config.files})
+def fingerprint_paths(config: BuildConfig, exists: Optional[Callable[[str], bool]] = None) -> list[str]:
+    """Every input and tokenizer file of the build, each once, sorted: a tokenizer entry
+    stands for its file (a folder's ``tokenizer.json``) and the companion files that
+    ``exists`` (the storage layer's) finds beside it (``special_tokens.locate``)."""
+    tokenizers = set()
+    for spec in {f.tokenizer for f in config.files}:
+        tokenizers.update(locate(spec.kind, spec.path, exists).paths)
+    return sorted({f.path for f in config.files} | tokenizers)

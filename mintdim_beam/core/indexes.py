@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from typing import Optional
+
 import numpy as np
 import pyarrow as pa
 
@@ -357,13 +359,19 @@ def stats(plan: OutputPlan, storage, dup_groups: int, dup_samples: int, samples_
     }
 
 
-def length_field(storage, sequence_template, pad_id: int) -> dict:
-    return {
+def length_field(storage, sequence_template, pad_id: int, unk_id: Optional[int] = 0) -> dict:
+    """``length_field.json``. A tokenizer that cannot emit UNK (``unk_id`` None) adds
+    ``"unk_token_id": null`` after the spec's keys (DESIGN.md §8); any other keeps the
+    spec's four keys exactly."""
+    found = {
         "magic": storage.magic,
         "sequence_template": list(sequence_template),
         "token_dtype": storage.dtype,
         "pad_token_id": pad_id,
     }
+    if unk_id is None:
+        found["unk_token_id"] = None
+    return found
 
 
 

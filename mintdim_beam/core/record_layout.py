@@ -22,6 +22,7 @@ from mintdim_beam.core.config import MAX_UNIT_SIZE, FileSpec, Policies
 from mintdim_beam.core.repeat_cache import RepeatCache, add_repeats, remember
 from mintdim_beam.format.shard_format import layout_units, ragged_gather_index, slot_storage
 from mintdim_beam.tokenization.adapters import TokenizerPanic, Tokenizer
+from mintdim_beam.tokenization.template_tokens import constant_segments
 from mintdim_beam.tokenization.unk_rows import CharColumn, UnkTable
 
 
@@ -71,16 +72,17 @@ class SliceLayout:
         self.n = len(self.segments)
         self.field_slots = [j for j, s in enumerate(self.segments) if s.is_field]
         self._field_slot_array = np.asarray(self.field_slots, dtype=np.int64)
-        self.literal_tokens = {
-            j: np.asarray(tokenizer.encode(s.text), dtype=np.int64)
-            for j, s in enumerate(self.segments) if not s.is_field
-        }
+        # Literal and special segments: constant per template (template_tokens), laid
+        # out alike; a {@NAME} the tokenizer lacks is refused here too.
+        self.constants = constant_segments(self.segments, tokenizer, spec.index, spec.template)
+        self.literal_tokens = {j: np.asarray(c.ids, dtype=np.int64) for j, c in self.constants.items()}
         # Each literal's UNK substrings, one per UNK token ("" past what the tokenizer
-        # reported), taken for every sample that writes the literal.
+        # reported), taken for every sample that writes the literal; a {@unk} segment's
+        # is its token's text. No vocabulary without UNK has any.
+        unk_id = tokenizer.unk_id
         self._literal_unk_column = {
-            j: CharColumn.of(_pick(tokenizer.unk_substrings(self.segments[j].text), q)
-                             for q in range(int((toks == tokenizer.unk_id).sum())))
-            for j, toks in self.literal_tokens.items() if (toks == tokenizer.unk_id).any()
+            j: CharColumn.of(self._unk_texts(j, int((toks == unk_id).sum())))
+            for j, toks in self.literal_tokens.items() if unk_id is not None and (toks == unk_id).any()
         }
         # Literal tokens appended after a batch's field tokens, for the record layout.
         self._literal_at: dict = {}
@@ -95,6 +97,13 @@ class SliceLayout:
         self.n_fields = len(field_names)
         # Field slot -> index into a sample's values (declared field order).
         self.slot_field = [position[self.segments[j].text] for j in self.field_slots]
+
+    def _unk_texts(self, j: int, count: int) -> list:
+        constant = self.constants[j]
+        if constant.special:
+            return [constant.text] * count
+        found = self.tok.unk_substrings(self.segments[j].text)
+        return [_pick(found, q) for q in range(count)]
 
     def finish(self, pb: Batch, repeats: RepeatCache) -> dict:
         """Lengths, units, overflow policy, UNK rows and record layout of one batch;

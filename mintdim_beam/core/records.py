@@ -82,9 +82,10 @@ class BlockEncoder:
         self.spec = spec
         self.tok = tokenizer
         self.policies = policies
-        self._lines = LineParser(spec, policies)
         self._layout = SliceLayout(spec, tokenizer, policies, np.asarray(sizes or spec.sizes, dtype=np.int64),
                                    max_extended)
+        # A special segment renders as its token's text (template_tokens).
+        self._lines = LineParser(spec, policies, {j: c.text for j, c in self._layout.constants.items()})
         self._slot_field = self._layout.slot_field
         # An empty text is encoded once here: when it has no tokens (every model we
         # know), empty field values skip the tokenizer and the text cache.
@@ -201,7 +202,8 @@ class BlockEncoder:
         token). Both passes release the GIL, so they overlap the parsing of later slices.
         """
         flat, lengths = self._encode_present(texts)
-        hits = _where(flat, self.tok.unk_id)
+        # A vocabulary that cannot emit UNK (unk_id None) has none to find (DESIGN.md §8).
+        hits = _where(flat, self.tok.unk_id) if self.tok.unk_id is not None else np.zeros(0, np.int64)
         if not len(hits):
             return flat, lengths, hits, hits, CharColumn()
         starts = np.cumsum(lengths) - lengths

@@ -107,22 +107,28 @@ class ParsedSlice:
 class LineParser:
     """Parses, checks, renders and hashes lines with one file's fields and template."""
 
-    def __init__(self, spec: FileSpec, policies: Policies):
+    def __init__(self, spec: FileSpec, policies: Policies, constants: Optional[dict] = None):
+        """``constants``: segment index -> the text a literal or special segment renders
+        as (``template_tokens.Constant.text``); a literal's own text when not given, so
+        a template with special segments needs them."""
         self.spec = spec
         self.policies = policies
         segments = spec.segments
+        texts = [(constants or {}).get(j, s.text) for j, s in enumerate(segments)]
+        if any(s.is_special for s in segments) and constants is None:
+            raise ValueError("a template with {@NAME} segments renders with the tokenizer's texts")
         self.field_names = list(dict.fromkeys(spec.fields))  # a field declared twice counts once
         position = {name: k for k, name in enumerate(self.field_names)}
         # The rendered sample (what is hashed) in one C call: literals inline, fields by index.
         self._render = "".join(
-            "{%d}" % position[s.text] if s.is_field else s.text.replace("{", "{{").replace("}", "}}")
-            for s in segments
+            "{%d}" % position[s.text] if s.is_field else t.replace("{", "{{").replace("}", "}}")
+            for s, t in zip(segments, texts)
         ).format
         self._get_fields = operator.itemgetter(*self.field_names)
         self._one_field = len(self.field_names) == 1
         # The same text in parts, for huge samples (_digest): a field's index or a
         # literal's UTF-8 bytes.
-        self._parts = [position[s.text] if s.is_field else s.text.encode("utf-8") for s in segments]
+        self._parts = [position[s.text] if s.is_field else t.encode("utf-8") for s, t in zip(segments, texts)]
 
     def _digest(self, vals: tuple) -> bytes:
         """sha256 of the rendered sample's UTF-8 bytes (``UnicodeEncodeError`` for a lone

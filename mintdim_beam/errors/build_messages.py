@@ -232,6 +232,27 @@ TOKENIZER_LOAD_RULE = Text(
     "hoặc tokenizer.json của Hugging Face",
 )
 
+# Not in the spec: ``mintdim-beam tokenizer add-padding`` (the cli's tokenizer tools).
+TOKENIZER_ADD_PADDING = Text(
+    "The padded copy of the tokenizer was not written.",
+    "Bản sao có padding của tokenizer chưa được ghi.",
+)
+TOKENIZER_ADD_PADDING_OUT = Text("Copy:", "Bản sao:")
+#: Why ``add-padding`` wrote nothing; ``{token}``, ``{out}``, ``{detail}`` are facts.
+TOKENIZER_ADD_PADDING_PROBLEMS = {
+    "no_token": Text("{token!r} is not a token of this tokenizer, and the padding must name one of its own "
+                     "tokens (ids come from the tokenizer, never from the job).{candidates}",
+                     "{token!r} không phải token của tokenizer này, mà padding phải chỉ tới một token có sẵn "
+                     "của nó (id lấy từ tokenizer, không bao giờ từ job).{candidates}"),
+    "has_padding": Text("it already configures padding with {detail}; a build pads with that, nothing to add",
+                        "file đã cấu hình padding với {detail}; build sẽ pad bằng token đó, không cần thêm"),
+    "out_exists": Text("{out} already exists; give a new path (the copy never overwrites a file)",
+                       "{out} đã tồn tại; hãy cho một đường dẫn mới (bản sao không bao giờ ghi đè file)"),
+    "not_hf": Text("it is not a Hugging Face tokenizer.json ({detail})",
+                   "file không phải tokenizer.json của Hugging Face ({detail})"),
+}
+TOKENIZER_ADD_PADDING_CANDIDATES = Text(" Tokens that could pad: {tokens}.", " Các token có thể dùng để pad: {tokens}.")
+
 TOKENIZER_SPECIAL = Text(
     "Tokenizer library did not expose a required special token.",
     "Thư viện tokenizer không cung cấp special token bắt buộc.",
@@ -243,6 +264,59 @@ TOKENIZER_SPECIAL_RULE = Text(
     "do not declare unk_id/pad_id manually.",
     "MintDim chỉ dùng special token id do tokenizer cung cấp; "
     "không khai báo unk_id/pad_id thủ công.",
+)
+
+# Not in the spec: what to do about a missing special token, after its Problem line.
+# ``{path}`` is the tokenizer file, ``{token}`` a token of it that could serve, ``{copy}``
+# where the padded copy would go, ``{candidates}`` the tokens that could serve.
+SPECIAL_FIX_PAD_HF = Text(
+    "the tokenizer.json has no padding section, and no tokenizer_config.json or special_tokens_map.json "
+    "beside it names a pad_token. Write a copy that pads with one of its own tokens and point "
+    "tokenizer.files at the copy:\n    mintdim-beam tokenizer add-padding {path} --pad-token {token} {copy}\n"
+    "or, in a model folder, add \"pad_token\": \"{token}\" to the tokenizer_config.json beside it.{candidates}",
+    "tokenizer.json không có mục padding, và không có tokenizer_config.json hay special_tokens_map.json "
+    "nào bên cạnh khai báo pad_token. Hãy ghi một bản sao dùng một token có sẵn của nó để pad, rồi trỏ "
+    "tokenizer.files tới bản sao đó:\n    mintdim-beam tokenizer add-padding {path} --pad-token {token} {copy}\n"
+    "hoặc, trong một thư mục model, thêm \"pad_token\": \"{token}\" vào tokenizer_config.json bên cạnh.{candidates}",
+)
+SPECIAL_PAD_CANDIDATES = Text(" Tokens of this tokenizer that could pad: {tokens}.",
+                              " Các token của tokenizer này có thể dùng để pad: {tokens}.")
+SPECIAL_FIX_PAD_SP = Text(
+    "a SentencePiece model gets its pad piece when it is trained: train it with a pad id "
+    "(spm_train --pad_id=N, or SentencePieceTrainer.train(..., pad_id=N)), or use a tokenizer that has one.",
+    "model SentencePiece có pad piece khi được train: hãy train với pad id "
+    "(spm_train --pad_id=N, hoặc SentencePieceTrainer.train(..., pad_id=N)), hoặc dùng tokenizer có pad.",
+)
+SPECIAL_FIX_UNK = Text(
+    "the model declares no unknown token and its vocabulary does not prove that every text can be "
+    "encoded ({why}), so characters it cannot spell would vanish without a trace. Name one of its tokens "
+    "as the model's unk_token in the tokenizer.json, or use a tokenizer that covers every byte (byte-level "
+    "BPE with all byte symbols, or byte fallback with all 256 <0xNN> pieces), which needs no unknown token.",
+    "model không khai báo token unknown và vocabulary của nó không chứng minh được mọi văn bản đều "
+    "encode được ({why}), nên các ký tự nó không biểu diễn được sẽ mất đi không dấu vết. Hãy khai báo một "
+    "token của nó làm unk_token của model trong tokenizer.json, hoặc dùng tokenizer bao phủ mọi byte "
+    "(byte-level BPE đủ mọi ký hiệu byte, hoặc byte fallback đủ 256 piece <0xNN>), loại này không cần token unknown.",
+)
+#: Why a vocabulary without an unknown token is not proven to encode every text (``{why}`` above).
+NO_UNK_WHY = {
+    "not_bytes": Text("it is neither byte-level nor byte fallback",
+                      "nó không phải byte-level cũng không có byte fallback"),
+    "byte_symbols": Text("its byte-level alphabet lacks {count} byte symbols, e.g. byte {example}",
+                         "bảng chữ byte-level thiếu {count} ký hiệu byte, ví dụ byte {example}"),
+    "byte_pieces": Text("byte fallback lacks {count} of the 256 <0xNN> pieces, e.g. {example}",
+                        "byte fallback thiếu {count} trong 256 piece <0xNN>, ví dụ {example}"),
+    "affixes": Text("its BPE model adds a subword prefix or suffix, so single bytes are not whole tokens",
+                    "model BPE thêm tiền tố hoặc hậu tố subword, nên byte đơn lẻ không phải là token"),
+}
+SPECIAL_FIX_COMPANION_UNKNOWN = Text(
+    "{file} names {key} {content!r}, which is not a token of the tokenizer.json: name one of its tokens there.",
+    "{file} khai báo {key} là {content!r}, nhưng đó không phải token của tokenizer.json: hãy khai báo một token có sẵn.",
+)
+SPECIAL_FIX_COMPANIONS_DIFFER = Text(
+    "tokenizer_config.json names {key} {first!r} and special_tokens_map.json names {second!r}; Hugging Face "
+    "loaders of different versions take different ones: make both name the same token.",
+    "tokenizer_config.json khai báo {key} là {first!r} còn special_tokens_map.json khai báo {second!r}; các phiên "
+    "bản loader Hugging Face khác nhau chọn khác nhau: hãy để cả hai cùng khai báo một token.",
 )
 
 # ---------------------------------------------------------------------------
@@ -338,6 +412,10 @@ TEMPLATE_EMPTY_PLACEHOLDER = Text(
     "template has an empty placeholder {}",
     "template có placeholder rỗng {}",
 )
+TEMPLATE_EMPTY_SPECIAL = Text(
+    "template has an empty special token {@}, write {@eos} (a role) or {@<content>} (a token's text)",
+    "template có special token rỗng {@}, hãy viết {@eos} (một vai trò) hoặc {@<content>} (nội dung một token)",
+)
 TEMPLATE_UNCLOSED_BRACE = Text(
     "template has an unbalanced '{', write '{{' for a literal brace",
     "template có '{' không được đóng, hãy viết '{{' cho dấu ngoặc literal",
@@ -373,6 +451,49 @@ TEMPLATE_UNK_POLICY = Text(
     "Policy: --on-template-unk continue trên dòng lệnh, on_template_unk: continue trong "
     "section run của job file, hoặc .run(on_template_unk=\"continue\") trong Python "
     "(khi đó mọi sample đều mang các token UNK của literal).",
+)
+# Not in the spec: ``{@NAME}`` segments (DESIGN.md §8).
+TEMPLATE_SPECIAL_MISSING = Text(
+    "Template special-token segment names a token the tokenizer does not have.",
+    "Đoạn special token của template chỉ tới một token mà tokenizer không có.",
+)
+TEMPLATE_SEGMENT_LABEL = Text("Segment:", "Đoạn:")
+TEMPLATE_SPECIAL_NO_NAMED = Text(
+    "the tokenizer defines no {name} token",
+    "tokenizer không định nghĩa token {name}",
+)
+TEMPLATE_SPECIAL_NO_CONTENT = Text(
+    "no special or added token of the tokenizer has the content {content!r}",
+    "không có special token hay added token nào của tokenizer có nội dung {content!r}",
+)
+TEMPLATE_SPECIAL_HAS = Text("Special tokens it has:", "Các special token nó có:")
+TEMPLATE_SPECIAL_NONE = Text("none", "không có")
+TEMPLATE_SPECIAL_FIX = Text(
+    "name a token the tokenizer has ({{@bos}}, {{@eos}}, {{@pad}}, {{@unk}} or {{@<content>}} of a special or "
+    "added token), or write the text as a literal.",
+    "hãy chỉ tới token mà tokenizer có ({{@bos}}, {{@eos}}, {{@pad}}, {{@unk}} hoặc {{@<content>}} (nội dung) của một "
+    "special token hay added token), hoặc viết đoạn đó thành literal.",
+)
+TEMPLATE_LOOKALIKE = Text(
+    "Template literal spells a special token but does not encode to it.",
+    "Literal của template viết ra một special token nhưng không được encode thành token đó.",
+)
+TEMPLATE_LITERAL_LABEL = Text("Literal:", "Literal:")
+TEMPLATE_LOOKALIKE_TOKEN = Text("Special token:", "Special token:")
+TEMPLATE_LOOKALIKE_ENCODES = Text("Literal encodes to ids:", "Literal được encode thành các id:")
+TEMPLATE_LOOKALIKE_PROBLEM = Text(
+    "the tokenizer reads this text as ordinary characters, so every sample would hold a lookalike of "
+    "the token (other ids) instead of the token itself",
+    "tokenizer đọc đoạn này như ký tự thường, nên mọi sample sẽ chứa một bản nhái của token (các id khác) "
+    "thay vì chính token đó",
+)
+TEMPLATE_LOOKALIKE_FIX = Text(
+    "write {segment} where the token belongs; the literal text is never turned into it.",
+    "hãy viết {segment} ở chỗ cần token đó; đoạn literal không bao giờ được chuyển thành token.",
+)
+TEMPLATE_LOOKALIKE_RULE = Text(
+    "a literal that spells a special token is refused whatever on_template_unk says.",
+    "literal viết ra một special token luôn bị từ chối, bất kể on_template_unk là gì.",
 )
 # Not in the spec: asked (on_template_unk prompt, at a terminal) before the error is raised;
 # each block is shown beside its language's tag, one line of the question a line.

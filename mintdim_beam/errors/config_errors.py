@@ -290,7 +290,9 @@ class TemplateFieldMismatchError(MintDimError):
         a description is given); `problem` is kept as a fact.
         """
         offending = problem if problem[:1] in ("{", "}") else None
-        if problem == "{}" or (offending is None and "empty" in problem):
+        if problem == "{@}" or (offending is None and "empty special" in problem):
+            reason, shown = M.TEMPLATE_EMPTY_SPECIAL, "{@}"
+        elif problem == "{}" or (offending is None and "empty" in problem):
             reason, shown = M.TEMPLATE_EMPTY_PLACEHOLDER, "{}"
         elif offending is not None and problem.startswith("{") or "'{'" in problem:
             reason, shown = M.TEMPLATE_UNCLOSED_BRACE, "{"

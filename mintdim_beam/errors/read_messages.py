@@ -63,6 +63,10 @@ READ_PROBLEMS = {
         "tokenizer.{key} trong manifest.json phải là số nguyên không nhỏ hơn {least}, hiện tại là {got}"),
     "pad_id": Text("pad id: length_field.json says {lf}, manifest.json says {manifest}",
                    "pad id: length_field.json ghi {lf}, manifest.json ghi {manifest}"),
+    "unk_id": Text("unk id: length_field.json says {lf}, manifest.json says {manifest} (a dataset built "
+                   "with a tokenizer that cannot emit UNK has null in both)",
+                   "unk id: length_field.json ghi {lf}, manifest.json ghi {manifest} (dataset build bằng tokenizer "
+                   "không thể sinh UNK có null ở cả hai)"),
     "sizes": Text("manifest.json units.sizes must be ascending positive integers, got {got}",
                   "units.sizes trong manifest.json phải là các số nguyên dương tăng dần, hiện tại là {got}"),
     "sizes_wrap": Text(

@@ -23,7 +23,7 @@ class TokenizerValidationError(MintDimError):
     """
 
     _main_kind = "invalid"
-    _variant_kinds = ("unsupported_format", "unloadable")
+    _variant_kinds = ("unsupported_format", "unloadable", "add_padding")
 
     def __init__(self, component: str, problem: str, problem_vi: str | None = None) -> None:
         """``problem_vi``: the problem in Vietnamese; without it the problem reads the same
@@ -88,6 +88,26 @@ class TokenizerValidationError(MintDimError):
         return cls._make(english, vietnamese, facts)
 
 
+    @classmethod
+    def add_padding(cls, path: str, out: str, problem: str, token: str = "", detail: str = "",
+                    candidates: Sequence[str] = ()) -> "TokenizerValidationError":
+        """``mintdim-beam tokenizer add-padding`` wrote nothing: ``problem`` is a key of
+        ``build_messages.TOKENIZER_ADD_PADDING_PROBLEMS``; ``candidates``: tokens that could pad."""
+        facts = fact_dict(kind="add_padding", path=path, out=out, problem=problem, token=token, detail=detail,
+                          candidates=list(candidates))
+        listed = M.TOKENIZER_ADD_PADDING_CANDIDATES.format(tokens=", ".join(repr(c) for c in facts["candidates"])) \
+            if facts["candidates"] else B.Text("", "")
+        said = M.TOKENIZER_ADD_PADDING_PROBLEMS[problem].format(token=facts["token"], out=facts["out"],
+                                                                detail=facts["detail"], candidates=listed)
+        paragraphs = [
+            B.labeled(M.FILE, facts["path"]),
+            B.labeled(M.TOKENIZER_ADD_PADDING_OUT, facts["out"]),
+            B.labeled(M.PROBLEM, said.en, said.vi),
+        ]
+        english, vietnamese = cls._render(M.TOKENIZER_ADD_PADDING, paragraphs)
+        return cls._make(english, vietnamese, facts)
+
+
 def _tokenizer_type_text(value: Any) -> B.Text:
     import difflib
 
@@ -117,21 +137,31 @@ class TokenizerSpecialTokenError(MintDimError):
     """The tokenizer library does not provide a special token MintDim needs.
 
     Special-token ids (`unk_id`, `pad_id`) come from the tokenizer only, never from the
-    user, so the fix is on the tokenizer side; the message says which token is missing.
+    user, so the fix is on the tokenizer side; the message says which token is missing
+    and, when ``fix``/``fix_vi`` are given (``build_messages.SPECIAL_FIX_*``), exactly
+    how to fix it, in a ``Fix:`` paragraph the spec's example does not have.
     """
 
-    def __init__(self, tokenizer: str, special_token: str, problem: str) -> None:
+    def __init__(self, tokenizer: str, special_token: str, problem: str,
+                 fix: str | None = None, fix_vi: str | None = None) -> None:
         facts = fact_dict(tokenizer=tokenizer, special_token=special_token, problem=problem)
-        english, vietnamese = self._render(
-            M.TOKENIZER_SPECIAL,
-            [
-                B.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
-                B.labeled(M.SPECIAL_TOKEN_LABEL, facts["special_token"]),
-                B.labeled(M.PROBLEM, facts["problem"]),
-                B.labeled(M.RULE, M.TOKENIZER_SPECIAL_RULE.en, M.TOKENIZER_SPECIAL_RULE.vi),
-            ],
-        )
+        if fix is not None:
+            facts.update(fact_dict(fix=fix, fix_vi=fix if fix_vi is None else fix_vi))
+        paragraphs = [
+            B.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
+            B.labeled(M.SPECIAL_TOKEN_LABEL, facts["special_token"]),
+            B.labeled(M.PROBLEM, facts["problem"]),
+        ]
+        if fix is not None:
+            paragraphs.append(B.labeled(M.FIX, facts["fix"], facts["fix_vi"]))
+        paragraphs.append(B.labeled(M.RULE, M.TOKENIZER_SPECIAL_RULE.en, M.TOKENIZER_SPECIAL_RULE.vi))
+        english, vietnamese = self._render(M.TOKENIZER_SPECIAL, paragraphs)
         super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def with_fix(cls, tokenizer: str, special_token: str, problem: str, fix: B.Text) -> "TokenizerSpecialTokenError":
+        """The error with a ``Fix:`` paragraph in both languages."""
+        return cls(tokenizer, special_token, problem, fix=fix.en, fix_vi=fix.vi)
 
 
 class TemplateTokenizerError(MintDimError):
@@ -140,7 +170,14 @@ class TemplateTokenizerError(MintDimError):
     The literal is repeated in every sample, so every sample would carry the same UNK;
     raised when the template-UNK policy is "abort". `literals` optionally records the
     offending literal segments for programmatic use; the message keeps the spec's text.
+
+    Two variants are about the template and the tokenizer's special tokens, whatever
+    the template-UNK policy says: `special_missing` (a ``{@NAME}`` segment the tokenizer
+    has no token for) and `lookalike` (a literal that spells a special token's text but
+    does not encode to its id).
     """
+
+    _variant_kinds = ("special_missing", "lookalike")
 
     def __init__(
         self,
@@ -169,6 +206,52 @@ class TemplateTokenizerError(MintDimError):
         ]
         english, vietnamese = self._render(M.TEMPLATE_UNK, paragraphs)
         super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def special_missing(cls, file_index: int, template: str, tokenizer: str, segment: str,
+                        available: Sequence[str] = ()) -> "TemplateTokenizerError":
+        """``segment`` (``"@eos"``, ``"@<|im_end|>"``) names no token of ``tokenizer``;
+        ``available``: how the tokenizer's special tokens are written (``{@eos} = '</s>' (2)``)."""
+        facts = fact_dict(kind="special_missing", file_index=file_index, template=template,
+                          tokenizer=tokenizer, segment=segment, available=as_list(list(available)))
+        name = facts["segment"][1:]
+        named = name in ("bos", "eos", "pad", "unk")
+        problem = (M.TEMPLATE_SPECIAL_NO_NAMED.format(name=name) if named
+                   else M.TEMPLATE_SPECIAL_NO_CONTENT.format(content=name))
+        shown = facts["available"]
+        paragraphs = [
+            B.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
+            B.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
+            B.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
+            B.labeled(M.TEMPLATE_SEGMENT_LABEL, "{" + facts["segment"] + "}"),
+            B.labeled(M.PROBLEM, problem.en, problem.vi),
+            B.labeled(M.TEMPLATE_SPECIAL_HAS, ", ".join(shown) if shown else M.TEMPLATE_SPECIAL_NONE.en,
+                      ", ".join(shown) if shown else M.TEMPLATE_SPECIAL_NONE.vi),
+            B.labeled(M.FIX, M.TEMPLATE_SPECIAL_FIX.format().en, M.TEMPLATE_SPECIAL_FIX.format().vi),
+        ]
+        english, vietnamese = cls._render(M.TEMPLATE_SPECIAL_MISSING, paragraphs)
+        return cls._make(english, vietnamese, facts)
+
+    @classmethod
+    def lookalike(cls, file_index: int, template: str, literal: str, token: str, token_id: int,
+                  segment: str, ids: Sequence[int] = ()) -> "TemplateTokenizerError":
+        """The literal segment ``literal`` holds ``token``'s text (id ``token_id``) but its
+        ids (``ids``) do not hold that id; ``segment`` is how to write the token instead."""
+        facts = fact_dict(kind="lookalike", file_index=file_index, template=template, literal=literal,
+                          token=token, token_id=token_id, segment=segment, ids=list(ids))
+        fix = M.TEMPLATE_LOOKALIKE_FIX.format(segment=facts["segment"])
+        paragraphs = [
+            B.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
+            B.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
+            B.labeled(M.TEMPLATE_LITERAL_LABEL, repr(facts["literal"])),
+            B.labeled(M.TEMPLATE_LOOKALIKE_TOKEN, f"{facts['token']!r} (id {facts['token_id']})"),
+            B.labeled(M.TEMPLATE_LOOKALIKE_ENCODES, " ".join(map(str, facts["ids"]))),
+            B.labeled(M.PROBLEM, M.TEMPLATE_LOOKALIKE_PROBLEM.en, M.TEMPLATE_LOOKALIKE_PROBLEM.vi),
+            B.labeled(M.FIX, fix.en, fix.vi),
+            B.labeled(M.RULE, M.TEMPLATE_LOOKALIKE_RULE.en, M.TEMPLATE_LOOKALIKE_RULE.vi),
+        ]
+        english, vietnamese = cls._render(M.TEMPLATE_LOOKALIKE, paragraphs)
+        return cls._make(english, vietnamese, facts)
 
 
 class TokenDTypeCapacityError(MintDimError):

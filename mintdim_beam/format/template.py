@@ -9,6 +9,12 @@ kept as text here and tokenized once per template by the workers.
 The parser is our own rather than ``string.Formatter`` because ``str.format`` gives
 meaning to ``!r`` conversions and ``:spec`` formats; MintDim treats everything between
 the braces as the field name.
+
+``{@NAME}`` is a special-token segment (DESIGN.md §8): ``{@bos}``, ``{@eos}``, ``{@pad}``
+and ``{@unk}`` name the tokenizer's own tokens by role, any other ``{@<content>}`` a
+special or added token by its exact content. It is one token, constant per template
+like a literal, and ``sequence_template`` names it ``@NAME``; which id it is, the
+tokenizer says (``tokenization.template_tokens``).
 """
 
 from __future__ import annotations
@@ -19,18 +25,28 @@ from typing import Any, Sequence
 
 #: Name that ``sequence_template`` gives to every literal segment.
 LITERAL_NAME = "token_template"
+#: What starts a special-token segment's braces (``{@eos}``) and its name (``@eos``).
+SPECIAL_MARK = "@"
 
 
 @dataclass(frozen=True)
 class Segment:
-    """One piece of a template: a literal text or a ``{field}`` placeholder."""
+    """One piece of a template: a literal text, a ``{field}`` placeholder or a
+    ``{@NAME}`` special token."""
 
     is_field: bool
-    text: str  # the field name for a placeholder, the literal text otherwise
+    text: str  # the field name for a placeholder, NAME for a special token, else the literal text
+    is_special: bool = False
+
+    @property
+    def is_literal(self) -> bool:
+        return not self.is_field and not self.is_special
 
     @property
     def name(self) -> str:
         """The name this segment carries in ``sequence_template``."""
+        if self.is_special:
+            return SPECIAL_MARK + self.text
         return self.text if self.is_field else LITERAL_NAME
 
 
@@ -44,10 +60,10 @@ class TemplateSyntaxError(ValueError):
 
 
 def parse_template(template: str) -> tuple[Segment, ...]:
-    """Split ``template`` into literal and field segments, in order.
+    """Split ``template`` into literal, field and special-token segments, in order.
 
-    ``{{`` and ``}}`` are literal braces; ``{name}`` is a placeholder; empty literals are
-    not segments.
+    ``{{`` and ``}}`` are literal braces; ``{@NAME}`` is a special token; any other
+    ``{name}`` is a placeholder; empty literals are not segments.
     """
     segments: list[Segment] = []
     literal: list[str] = []
@@ -66,10 +82,15 @@ def parse_template(template: str) -> tuple[Segment, ...]:
             name = template[i + 1:end]
             if not name:
                 raise TemplateSyntaxError(f"empty placeholder '{{}}' at position {i}", "{}")
+            if name == SPECIAL_MARK:
+                raise TemplateSyntaxError(f"empty special token '{{@}}' at position {i}", "{@}")
             if literal:
                 segments.append(Segment(False, "".join(literal)))
                 literal = []
-            segments.append(Segment(True, name))
+            if name.startswith(SPECIAL_MARK):
+                segments.append(Segment(False, name[len(SPECIAL_MARK):], is_special=True))
+            else:
+                segments.append(Segment(True, name))
             i = end + 1
         elif ch == "}":
             if template.startswith("}}", i):

@@ -242,7 +242,7 @@ def human_bytes(n: int) -> str:
 def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigests:
     """Stream every input and tokenizer file through sha256 (FileSystems), a few at a time."""
     started = time.monotonic()
-    paths = fingerprint_paths(config)
+    paths = fingerprint_paths(config, storage.exists)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths)))) as pool:
         files = dict(zip(paths, pool.map(storage.file_digest, paths)))
     return InputDigests(files, round(time.monotonic() - started, 3))

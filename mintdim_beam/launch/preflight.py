@@ -5,15 +5,17 @@ written: every source and tokenizer file exists and is a readable regular file (
 would block the first read forever), output directories neither are one directory
 under two names nor lie inside one another (paths compared once symbolic links are
 resolved), no input or tokenizer lies inside an output, each output can be created and
-written; tokenizers load and expose unk/pad ids, files sharing an output use the same
-tokenizer bytes, output directories are new or empty, and the template literals are
-encoded once to apply the Tier-1 UNK policy (spec, "UNK handling"). Last, every output
+written; tokenizers load (a file, or a folder holding a tokenizer.json, with the
+companion files beside it) and expose a pad id and an unk id (or prove they need none),
+files sharing an output use the same tokenizer bytes, output directories are new or
+empty, every ``{@NAME}`` segment names a token of the tokenizer and no literal spells
+one without encoding to it, and the template literals are encoded once to apply the
+Tier-1 UNK policy (spec, "UNK handling"). Last, every output
 is claimed for this build (``claims.py``), so a second build into it stops here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import stat
@@ -27,7 +29,9 @@ from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, normalize_dir
-from mintdim_beam.tokenization.adapters import Tokenizer, open_tokenizer
+from mintdim_beam.tokenization import special_tokens
+from mintdim_beam.tokenization.adapters import Tokenizer, load_files, read_tokenizer, tokenizer_digest
+from mintdim_beam.tokenization.template_tokens import check_lookalikes, constant_segments
 
 
 @dataclass
@@ -35,7 +39,7 @@ class Preflight:
     """What the checks learned: loaded tokenizers and template-literal UNK counts."""
 
     tokenizers: dict            # TokenizerSpec -> Tokenizer
-    tokenizer_sha256: dict      # TokenizerSpec -> hex digest
+    tokenizer_sha256: dict      # TokenizerSpec -> hex digest (``adapters.tokenizer_digest``)
     literal_unk: dict           # file index -> [LiteralUnk] of its literals that hold UNK
 
 
@@ -86,9 +90,10 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
     loaded: dict = {}
     digests: dict = {}
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
-        data = storage.read_bytes(spec.path)     # read once: loaded, and hashed below
-        loaded[spec] = open_tokenizer(spec.kind, spec.path, lambda _path: data)
-        digests[spec] = hashlib.sha256(data).hexdigest()
+        # read once: loaded, and hashed below (a folder's tokenizer.json and companions)
+        files, contents = read_tokenizer(spec.kind, spec.path, storage.read_bytes, storage.exists)
+        loaded[spec] = load_files(spec.kind, spec.path, files, contents)
+        digests[spec] = tokenizer_digest(files, contents)
 
     for out in config.outputs:
         members = config.files_of(out)
@@ -98,6 +103,7 @@ def check(config: BuildConfig, ask: Optional[Callable[[str], bool]] = None,
                     directory=out.path, files=[members[0].path, other.path], differs="tokenizer")
         _check_empty(out.path)
 
+    check_template_tokens(config, loaded)
     literal_unk = template_unk(config, loaded)
     if literal_unk:
         _apply_template_unk_policy(config, literal_unk, ask, interactive)
@@ -164,7 +170,7 @@ def check_inputs(config: BuildConfig, sizes: Optional[dict] = None) -> None:
         if storage.is_local(spec.path) or spec.path not in found:
             _check_input("source", spec.path)
     for spec in dict.fromkeys(f.tokenizer for f in config.files):
-        _check_input("tokenizer", spec.path)
+        _check_tokenizer(spec.kind, spec.path)
 
 
 def resolved(path: str) -> str:
@@ -211,6 +217,19 @@ def _check_input(context: str, path: str) -> None:
         raise errors.MintDimFileNotFoundError.not_a_file(context, path, found)
     if not os.access(path, os.R_OK):
         raise errors.MintDimFileNotFoundError.not_a_file(context, path, "unreadable")
+
+
+def _check_tokenizer(kind: str, path: str) -> None:
+    """A tokenizer entry: a file, or (``hf_json``) a folder holding a tokenizer.json.
+
+    A ``hf_json`` entry not named ``.json`` is taken as a folder; locally, a file of
+    that name is a format the build does not read."""
+    if special_tokens.names_folder(kind, path):
+        if storage.is_local(path) and os.path.isfile(path):
+            raise errors.TokenizerValidationError.unsupported_format(path)
+        _check_input("tokenizer", special_tokens.main_file(kind, path))
+        return
+    _check_input("tokenizer", path)
 
 
 #: Every build stages under OUT/.mintdim-staging/ (``names.STAGING``; layout imports Beam).
@@ -287,8 +306,25 @@ def _remove_empty_dirs(path: str) -> None:
         pass
 
 
+def check_template_tokens(config: BuildConfig, tokenizers: dict) -> None:
+    """Every ``{@NAME}`` segment names a token of its file's tokenizer, and no literal
+    spells a special token's text without encoding to it (DESIGN.md §8): both are a
+    ``TemplateTokenizerError`` whatever ``on_template_unk`` says. Once per template."""
+    checked = set()
+    for spec in config.files:
+        key = (spec.tokenizer, spec.segments)
+        if key in checked:
+            continue
+        checked.add(key)
+        tok: Tokenizer = tokenizers[spec.tokenizer]
+        constants = constant_segments(spec.segments, tok, spec.index, spec.template)
+        check_lookalikes(spec.segments, tok, constants, spec.index, spec.template)
+
+
 def template_unk(config: BuildConfig, tokenizers: dict) -> dict:
-    """File index -> the literal segments whose tokens include UNK (:class:`LiteralUnk`)."""
+    """File index -> the literal segments whose tokens include UNK (:class:`LiteralUnk`).
+
+    Special segments are not literals: ``{@unk}`` asks for the unknown token by name."""
     found = {}
     checked: dict = {}   # (tokenizer, segments) -> bad literals: once per template, not per file
     for spec in config.files:
@@ -296,7 +332,7 @@ def template_unk(config: BuildConfig, tokenizers: dict) -> dict:
         if key not in checked:
             tok: Tokenizer = tokenizers[spec.tokenizer]
             checked[key] = [LiteralUnk(seg.text, tuple(tok.unk_substrings(seg.text))) for seg in spec.segments
-                            if not seg.is_field and tok.unk_id in tok.encode(seg.text)]
+                            if seg.is_literal and tok.unk_id is not None and tok.unk_id in tok.encode(seg.text)]
         if checked[key]:
             found[spec.index] = list(checked[key])
     return found

@@ -355,6 +355,9 @@ def read_metadata(path: str) -> Metadata:
         value = tokenizer.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
             problems.append(R.read_text("tokenizer_int", key=key, least=least, got=repr(value)))
+    if "unk_token_id" in lf and (lf["unk_token_id"] is not None or tokenizer.get("unk_id") is not None):
+        # Written (null) only for a tokenizer that cannot emit UNK (DESIGN.md §8).
+        problems.append(R.read_text("unk_id", lf=repr(lf["unk_token_id"]), manifest=repr(tokenizer.get("unk_id"))))
     pad_id = lf.get("pad_token_id")
     if not isinstance(pad_id, int) or tokenizer.get("pad_id", pad_id) != pad_id:
         problems.append(R.read_text("pad_id", lf=repr(pad_id), manifest=repr(tokenizer.get("pad_id"))))

@@ -267,6 +267,11 @@ def chart_duplicates(data: ReportData) -> str:
 # --------------------------------------------------------------------------- page
 
 
+def _unk(tok: dict) -> str:
+    """The manifest's unk id; null: a vocabulary that cannot emit UNK (DESIGN.md §8)."""
+    return "none (cannot occur)" if "unk_id" in tok and tok["unk_id"] is None else str(tok.get("unk_id"))
+
+
 def _e(value) -> str:
     return html.escape(str(value), quote=True)
 
@@ -332,7 +337,7 @@ def render_html(data: ReportData, k: Optional[int] = None) -> str:
     policies = mf.get("policies") or {}
     parts.append(_table(["setting", "value"], [
         ["tokenizer", f"{_e(tok.get('type'))} <code>{_e(tok.get('path'))}</code> (vocab {_e(tok.get('vocab_size'))}, "
-                      f"unk {_e(tok.get('unk_id'))}, pad {_e(tok.get('pad_id'))})"],
+                      f"unk {_e(_unk(tok))}, pad {_e(tok.get('pad_id'))})"],
         ["token storage", f"{_e(storage.get('dtype'))}, magic {_e(storage.get('magic'))}"],
         ["sequence_template", " · ".join(f"<code>{_e(s)}</code>" for s in mf.get("sequence_template") or [])],
         ["unit sizes", _e(", ".join(str(s) for s in data.sizes))

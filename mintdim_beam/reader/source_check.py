@@ -47,11 +47,12 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     encoding of their true line.
     """
     from mintdim_beam.tokenization.adapters import open_tokenizer
+    from mintdim_beam.tokenization.template_tokens import constant_segments
 
     info = meta.manifest.get("tokenizer") or {}
     path = info.get("path") if tokenizer == "manifest" else tokenizer
     try:
-        tok = open_tokenizer(info.get("type"), path, storage.read_bytes)
+        tok = open_tokenizer(info.get("type"), path, storage.read_bytes, exists=storage.exists)
     except Exception as exc:
         chk.problem(str(path), f"cannot load the tokenizer for re-tokenization: {str(exc).strip()}")
         return
@@ -82,6 +83,7 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     except read_errors.ReaderError as exc:   # e.g. two rows for one sample id (reported already)
         chk.problem(names.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
         return
+    constants: dict = {}    # file index -> (segments, constant segments), or None
     for r in picks.tolist():
         sid = int(index.sample_id[r])
         if sid not in lines:
@@ -89,10 +91,20 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
         fi, line_no, text = lines[sid]
         fname = files[fi]
         where = f"{fname}:{line_no} (sample {sid})"
+        if fi not in constants:
+            try:
+                segments = parse_template(templates[fi])
+                constants[fi] = (segments, constant_segments(segments, tok, fi, templates[fi]))
+            except Exception as exc:  # e.g. a {@NAME} this tokenizer has no token for
+                chk.problem(str(path), f"cannot re-tokenize {fname}: {str(exc).strip().splitlines()[0]}")
+                constants[fi] = None
+        if constants[fi] is None:
+            continue
+        segments, fixed = constants[fi]
         try:
             obj = json.loads(text)
-            texts = [render_value(s.text, obj[s.text]) if s.is_field else s.text
-                     for s in parse_template(templates[fi])]
+            texts = [render_value(s.text, obj[s.text]) if s.is_field else fixed[j].text
+                     for j, s in enumerate(segments)]
         except Exception as exc:  # a source changed since the build
             chk.problem(names.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
                         line=int(index.row_line[r]))
@@ -101,7 +113,9 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
         if digest != index.hash(r):
             chk.problem(names.SAMPLE_INDEX, f"{where}: hash of the re-rendered text is {digest}, row says "
                                          f"{index.hash(r)}", line=int(index.row_line[r]))
-        expected = [np.asarray(tok.encode(t), np.int64) for t in texts]
+        # Literal and special segments are the template's constants (template_tokens).
+        expected = [np.asarray(tok.encode(t) if s.is_field else fixed[j].ids, np.int64)
+                    for j, (s, t) in enumerate(zip(segments, texts))]
         written = _check_columns(chk, meta, index, r, where, expected, sid in truncated,
                                  _empty_fields(fields[fi] if fi < len(fields) else None, obj))
         if sid in truncated:

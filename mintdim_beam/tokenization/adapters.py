@@ -6,6 +6,12 @@ Pure code: an adapter is built from the file's bytes (the Beam layer reads them 
 contract"): unk and pad ids come from the library object, never from MintDim-side vocab
 parsing, and nothing is added around the text (no BOS/EOS/CLS/SEP).
 
+A ``hf_json`` entry may name the folder holding a ``tokenizer.json``; the special tokens
+the file does not configure are read from the companion files beside it, and a
+vocabulary that provably cannot emit an unknown token needs none (``unk_id`` None):
+``special_tokens`` (DESIGN.md §8). Every adapter knows its special tokens by role and by
+content (:attr:`Tokenizer.special`), for the template's ``{@NAME}`` segments.
+
 A ``tokenizer.json`` may configure padding and truncation for its original use. Exact
 encoding needs both off, so the adapter switches them off on its own in-memory copy,
 after reading the configured pad id; the user's file is never written.
@@ -23,13 +29,16 @@ import threading
 from array import array
 from collections import abc
 from itertools import chain
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from mintdim_beam.errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
+from mintdim_beam.errors import build_messages as M
 from mintdim_beam.tokenization.long_texts import LONG_TEXT_CHARS, PieceEncoder, cuttable
 from mintdim_beam.format.shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
+from mintdim_beam.tokenization import special_tokens as ST
+from mintdim_beam.tokenization.special_tokens import SpecialToken, SpecialTokens, TokenizerFiles
 from mintdim_beam.tokenization.sp_model import read_model
 from mintdim_beam.tokenization.unk_rows import CharColumn
 
@@ -59,12 +68,16 @@ def kind_matches_path(kind: str, path: str) -> bool:
 
 def check_kind_of_path(kind: str, path: str) -> None:
     """Raise the user's error when ``path`` is not named as a tokenizer of ``kind``:
-    named as the other kind (it cannot be loaded as declared), or as neither."""
+    named as the other kind (it cannot be loaded as declared), or as neither. A
+    ``hf_json`` entry that does not end in ``.json`` names a model folder
+    (``special_tokens.names_folder``); the launcher checks that it holds a tokenizer.json."""
     if kind_matches_path(kind, path):
         return
     extension = os.path.splitext(path)[1].lower()
     if extension in EXTENSIONS.values():
         raise TokenizerValidationError.unloadable(path, kind, "named_as_other", extension)
+    if ST.names_folder(kind, path):
+        return
     raise TokenizerValidationError.unsupported_format(path)
 
 
@@ -113,9 +126,16 @@ class Tokenizer:
     kind: str
     path: str
     vocab_size: int
-    unk_id: int
+    #: None when the vocabulary provably cannot emit an unknown token (DESIGN.md §8).
+    unk_id: Optional[int]
     pad_id: int
     storage: TokenStorage
+    special: SpecialTokens
+
+    def special_token(self, name: str) -> Optional[SpecialToken]:
+        """The token of a ``{@NAME}`` segment (``bos``, ``eos``, ``pad``, ``unk``, or a
+        special/added token's exact content), or None."""
+        return self.special.find(name)
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
@@ -129,6 +149,8 @@ class Tokenizer:
 
     def unk_substrings(self, text: str) -> list[str]:
         """The exact substrings of ``text`` behind each UNK token, in token order."""
+        if self.unk_id is None:
+            return []
         positions = [k for k, i in enumerate(self.encode(text)) if i == self.unk_id]
         return self.unk_substrings_at([text], [positions])
 
@@ -178,18 +200,33 @@ class SentencePieceTokenizer(Tokenizer):
 
         self.path = path
         self._num_threads = num_threads
-        self._sp = _load_sentencepiece(data)
-        if self._sp is None:
+        loaded = _load_sentencepiece(data, with_facts=True)
+        if loaded is None:
             raise TokenizerValidationError.unloadable(
                 path, SENTENCEPIECE, "empty" if not data else "not_sentencepiece",
                 looks_like=HF_JSON if data and _hf_tokenizer(data) is not None else None)
-        self.vocab_size = int(self._sp.get_piece_size())
-        unk, pad = int(self._sp.unk_id()), int(self._sp.pad_id())
+        self._sp, facts = loaded
+        sp = self._sp
+        self.vocab_size = int(sp.get_piece_size())
+        unk, pad = int(sp.unk_id()), int(sp.pad_id())
         if unk < 0 or unk >= self.vocab_size:
-            raise TokenizerSpecialTokenError(tokenizer=path, special_token="unk_id", problem="missing unk_id")
+            why = ST.sp_unk_proof(sp, facts.byte_fallback)
+            if why is not None:
+                raise ST.no_unk_error(path, why)
+            unk = None
         if pad < 0 or pad >= self.vocab_size:
-            raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
+            raise ST.no_pad_error(path, SENTENCEPIECE, [])
         self.unk_id, self.pad_id = unk, pad
+        # The model's own ids by role; by content its control, unknown and user-defined pieces.
+        named = {}
+        for role, found in (("bos", sp.bos_id()), ("eos", sp.eos_id()), ("pad", pad), ("unk", unk)):
+            if found is not None and 0 <= found < self.vocab_size:
+                named[role] = SpecialToken(int(found), sp.id_to_piece(int(found)))
+        by_content = {sp.id_to_piece(i): i for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)}
+        for i, piece in facts.user_defined:
+            by_content.setdefault(piece, i)
+        control = {sp.id_to_piece(i): i for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)}
+        self.special = SpecialTokens(named, dict(sorted(by_content.items(), key=lambda kv: kv[1])), {}, control)
         self.storage = select_storage(self.vocab_size)
         self._numpy_batches = _numpy_batches(self._sp)
         self._local = threading.local()
@@ -305,20 +342,50 @@ class HuggingFaceTokenizer(Tokenizer):
 
     kind = HF_JSON
 
-    def __init__(self, path: str, data: bytes, word_encoder: bool = True, accelerators: bool = True):
+    def __init__(self, path: str, data: bytes, word_encoder: bool = True, accelerators: bool = True,
+                 companions: Optional[Mapping[str, bytes]] = None):
         """``word_encoder``: encode word by word where ``accel.bpe_words`` can (with
-        ``accelerators`` on; otherwise only texts of ``LONG_TEXT_CHARS`` or more)."""
+        ``accelerators`` on; otherwise only texts of ``LONG_TEXT_CHARS`` or more).
+        ``companions``: path -> bytes of the ``tokenizer_config.json`` and
+        ``special_tokens_map.json`` beside the file (``special_tokens.locate``)."""
         self.path = path
         tok = _hf_tokenizer(data)
         if tok is None:
-            raise _hf_load_error(path, data)
+            raise _hf_load_error(ST.main_file(HF_JSON, path), data)
         text = data.decode("utf-8")
         self.vocab_size = int(tok.get_vocab_size(with_added_tokens=True))
+        named = ST.companion_tokens(path, companions or {})
         self.unk_id = _hf_unk_id(tok, text, path)
         padding = tok.padding
-        if not padding or padding.get("pad_id") is None:
-            raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
-        self.pad_id = int(padding["pad_id"])
+        added = tok.get_added_tokens_decoder()
+        if padding and padding.get("pad_id") is not None:
+            self.pad_id = int(padding["pad_id"])
+            pad_content = padding.get("pad_token") or tok.id_to_token(self.pad_id) or ""
+            pad = SpecialToken(self.pad_id, pad_content)
+        elif "pad" in named:
+            pad = self._companion(tok, path, "pad", named["pad"])
+            if pad is None:
+                content, where = named["pad"]
+                fix = M.SPECIAL_FIX_COMPANION_UNKNOWN.format(file=where, key="pad_token", content=content)
+                raise TokenizerSpecialTokenError.with_fix(path, "pad_id", "missing pad_id", fix)
+            self.pad_id = pad.id
+        else:
+            raise ST.no_pad_error(path, HF_JSON, ST.pad_candidates(added))
+        roles = {"pad": pad}
+        if self.unk_id is not None:
+            roles["unk"] = SpecialToken(self.unk_id, tok.id_to_token(self.unk_id) or "")
+        unresolved = {}
+        for role in ("bos", "eos", "unk"):
+            if role in named and role not in roles:
+                found = self._companion(tok, path, role, named[role])
+                if found is not None:
+                    roles[role] = found
+                else:
+                    unresolved[role] = named[role]
+        by_content = {t.content: i for i, t in sorted(added.items())}
+        control = {t.content: i for i, t in sorted(added.items()) if t.special}
+        self.special = SpecialTokens({r: roles[r] for r in ST.NAMED if r in roles}, by_content, unresolved,
+                                     control)
         # Padding and truncation belong to the file's original use; exact encoding
         # needs both off (our copy only).
         tok.no_padding()
@@ -408,9 +475,17 @@ class HuggingFaceTokenizer(Tokenizer):
     def decode(self, ids):
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
 
+    @staticmethod
+    def _companion(tok, path: str, role: str, named: tuple) -> Optional[SpecialToken]:
+        """The token a companion file names for ``role``, if it is one of the tokenizer's."""
+        content, where = named
+        found = tok.token_to_id(content)
+        return None if found is None else SpecialToken(int(found), content, where)
 
-def _load_sentencepiece(data: bytes):
-    """A ``SentencePieceProcessor`` of the model ``data``, or None if it holds no model."""
+
+def _load_sentencepiece(data: bytes, with_facts: bool = False):
+    """A ``SentencePieceProcessor`` of the model ``data`` (with ``with_facts``, and its
+    ``sp_model.ModelFacts``), or None if it holds no model."""
     import sentencepiece as spm
 
     if not data:    # the library would make an empty processor, not fail
@@ -421,7 +496,9 @@ def _load_sentencepiece(data: bytes):
         return None
     # The library also loads a file cut between two pieces (``sp_model``).
     facts = read_model(data)
-    return sp if sp.get_piece_size() > 0 and facts is not None and facts.complete else None
+    if not (sp.get_piece_size() > 0 and facts is not None and facts.complete):
+        return None
+    return (sp, facts) if with_facts else sp
 
 
 def _hf_tokenizer(data: bytes):
@@ -463,22 +540,31 @@ def _hf_load_error(path: str, data: bytes) -> TokenizerValidationError:
     return error("not_tokenizer", "the library could not load it")
 
 
-def _hf_unk_id(tok, text: str, path: str) -> int:
-    """The unk id the model itself declares (BPE/WordPiece/WordLevel token, Unigram id)."""
+def _hf_unk_id(tok, text: str, path: str) -> Optional[int]:
+    """The unk id the model itself declares (BPE/WordPiece/WordLevel token, Unigram id);
+    None for a model without one whose vocabulary provably cannot emit an unknown token
+    (``special_tokens.hf_unk_proof``). A token that companion files call ``unk_token``
+    does not count: the model never emits it for text it cannot spell."""
     unk_token = getattr(tok.model, "unk_token", None)
     unk_id = tok.token_to_id(unk_token) if unk_token else None
+    config = None
     if unk_id is None:
-        model = json.loads(text).get("model", {})
+        config = json.loads(text)
+        model = config.get("model", {})
         if model.get("type") == "Unigram" and isinstance(model.get("unk_id"), int):
             unk_id = model["unk_id"]
     if unk_id is None:
-        raise TokenizerSpecialTokenError(tokenizer=path, special_token="unk_id", problem="missing unk_id")
+        why = ST.hf_unk_proof(config)
+        if why is not None:
+            raise ST.no_unk_error(path, why)
+        return None
     return int(unk_id)
 
 
 def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, accelerators: bool = True,
-                   word_encoder: bool = True) -> Tokenizer:
-    """Build the adapter of ``kind`` from the tokenizer file's bytes.
+                   word_encoder: bool = True, companions: Optional[Mapping[str, bytes]] = None) -> Tokenizer:
+    """Build the adapter of ``kind`` from the tokenizer file's bytes (``companions``: the
+    bytes of a ``tokenizer.json``'s companion files, by path).
 
     ``threads`` is SentencePiece's own thread count per batch call (-1: its default);
     callers that run several encode calls at once pass 1. HF tokenizers share one
@@ -494,18 +580,49 @@ def load_tokenizer(kind: str, path: str, data: bytes, threads: int = -1, acceler
         return SentencePieceTokenizer(path, data, num_threads=threads, accelerators=accelerators)
     if kind == HF_JSON:
         return HuggingFaceTokenizer(path, data, word_encoder=accelerators and word_encoder,
-                                    accelerators=accelerators)
+                                    accelerators=accelerators, companions=companions)
     raise TokenizerValidationError.unsupported_format(path)
 
 
+def read_tokenizer(kind: str, path: str, read_bytes: Callable[[str], bytes],
+                   exists: Optional[Callable[[str], bool]] = None) -> tuple:
+    """``(TokenizerFiles, {path: bytes})``: the files the entry ``path`` stands for (the
+    tokenizer file, or a folder's ``tokenizer.json``, and the companions ``exists``
+    finds beside it), read by ``read_bytes``."""
+    files = ST.locate(kind, path, exists)
+    return files, {p: read_bytes(p) for p in files.paths}
+
+
+def tokenizer_digest(files: TokenizerFiles, contents: Mapping[str, bytes]) -> str:
+    """The sha256 that identifies a tokenizer: its file's, or with companions, of the
+    file's and each companion's name and sha256 (files sharing an output must agree)."""
+    import hashlib
+
+    main = hashlib.sha256(contents[files.main]).hexdigest()
+    if not files.companions:
+        return main
+    parts = [main] + [f"{ST.basename(p)}:{hashlib.sha256(contents[p]).hexdigest()}" for p in files.companions]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def load_files(kind: str, path: str, files: TokenizerFiles, contents: Mapping[str, bytes], **options) -> Tokenizer:
+    """:func:`load_tokenizer` of what :func:`read_tokenizer` read."""
+    companions = {p: contents[p] for p in files.companions}
+    return load_tokenizer(kind, path, contents[files.main], companions=companions, **options)
+
+
 def open_tokenizer(kind: str, path: str, read_bytes: Callable[[str], bytes], threads: int = -1,
-                   accelerators: bool = True, word_encoder: bool = True) -> Tokenizer:
-    """The tokenizer file ``path`` of ``kind``, read by ``read_bytes`` and loaded by
-    :func:`load_tokenizer` (same options): the one way the build, preflight and the
-    readers load one. The caller passes the storage layer's ``read_bytes``, which this
-    pure layer does not import, so a local, ``gs://`` or ``s3://`` path loads alike."""
-    return load_tokenizer(kind, path, read_bytes(path), threads=threads, accelerators=accelerators,
-                          word_encoder=word_encoder)
+                   accelerators: bool = True, word_encoder: bool = True,
+                   exists: Optional[Callable[[str], bool]] = None) -> Tokenizer:
+    """The tokenizer entry ``path`` of ``kind`` (a file, or a folder holding a
+    tokenizer.json), read by ``read_bytes`` and loaded by :func:`load_tokenizer` (same
+    options): the one way the build, preflight and the readers load one. The caller
+    passes the storage layer's ``read_bytes`` and ``exists`` (which finds the companion
+    files), which this pure layer does not import, so a local, ``gs://`` or ``s3://``
+    path loads alike."""
+    files, contents = read_tokenizer(kind, path, read_bytes, exists)
+    return load_files(kind, path, files, contents, threads=threads, accelerators=accelerators,
+                      word_encoder=word_encoder)
 
 
 #: What a tokenizer call may raise that is not the library failing.

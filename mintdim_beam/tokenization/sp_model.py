@@ -5,7 +5,9 @@ file cut short there holds fewer pieces and no trainer or normalizer settings, a
 encodes text differently without a word of warning. Every model the trainer writes
 holds both settings (they follow the pieces in the file), so a model without them is
 refused as truncated. The UNK-audit accelerator (``accel.sp_unk``) reads the model
-type, byte fallback and normalizer name here too.
+type, byte fallback and normalizer name here too, and the adapter the user-defined pieces
+(``{@<content>}`` template segments may name them; the library has no call that says
+which pieces are user-defined).
 
 The model is parsed against a message class declaring only those fields (numbers and
 defaults as in ``sentencepiece_model.proto``); every other field is kept as an unknown
@@ -20,6 +22,8 @@ from typing import Optional
 
 #: ``TrainerSpec.model_type`` of a Unigram model (sentencepiece_model.proto).
 UNIGRAM = 1
+#: ``SentencePiece.Type`` of a user-defined piece (sentencepiece_model.proto).
+USER_DEFINED = 4
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class ModelFacts:
     byte_fallback: bool      # TrainerSpec.byte_fallback
     normalizer: str          # NormalizerSpec.name
     complete: bool           # both TrainerSpec and NormalizerSpec present
+    user_defined: tuple = ()  # (id, piece) of every USER_DEFINED piece, in id order
 
 
 def read_model(data: bytes) -> Optional[ModelFacts]:
@@ -39,9 +44,10 @@ def read_model(data: bytes) -> Optional[ModelFacts]:
         model.ParseFromString(data)
     except DecodeError:
         return None
+    user_defined = tuple((i, p.piece) for i, p in enumerate(model.pieces) if p.type == USER_DEFINED)
     return ModelFacts(model.trainer_spec.model_type, model.trainer_spec.byte_fallback,
                       model.normalizer_spec.name,
-                      model.HasField("trainer_spec") and model.HasField("normalizer_spec"))
+                      model.HasField("trainer_spec") and model.HasField("normalizer_spec"), user_defined)
 
 
 _MODEL_CLASS = None
@@ -62,7 +68,12 @@ def _model_class():
         trainer.field.add(name="byte_fallback", number=35, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
         normalizer = proto.message_type.add(name="NormalizerSpec")
         normalizer.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+        piece = proto.message_type.add(name="SentencePiece")
+        piece.field.add(name="piece", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+        piece.field.add(name="type", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL, default_value="1")
         model = proto.message_type.add(name="ModelProto")
+        model.field.add(name="pieces", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+                        type_name=".mintdim_sentencepiece.SentencePiece")
         for name, number, kind in (("trainer_spec", 2, "TrainerSpec"), ("normalizer_spec", 3, "NormalizerSpec")):
             model.field.add(name=name, number=number, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
                             type_name=f".mintdim_sentencepiece.{kind}")

@@ -971,7 +971,7 @@ def test_missing_source_or_tokenizer_file(tmp_path, tok, which):
 
 @pytest.mark.parametrize("name, kind, special", [
     ("sp_nopad.model", SP, "pad_id"), ("hf_nopad.json", HF, "pad_id"),
-    ("hf_nounk.json", HF, "unk_id")])
+    ("hf_bpe_nounk.json", HF, "unk_id")])
 def test_tokenizer_without_special_token_refused(tmp_path, tok, name, kind, special):
     with pytest.raises(errors.TokenizerSpecialTokenError) as info:
         _run_simple(tmp_path, tok, tokenizer_kind=kind, tokenizer_files=[tok(name)])

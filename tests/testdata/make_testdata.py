@@ -24,8 +24,17 @@ tests/testdata/
     hf_bpe_unk.json         char-level BPE, Whitespace pre-tokenizer, [UNK] fires
     hf_wordpiece.json       BERT-style WordPiece, padding + truncation configured
     hf_unigram.json         HF Unigram (UnigramTrainer), Metaspace, unk_id in the model
-    hf_nounk.json           byte-level BPE without unk_token (must be refused)
+    hf_nounk.json           byte-level BPE without unk_token: every byte covered, so no
+                            unk is needed (unk_id null)
     hf_nopad.json           WordPiece without padding configured (must be refused)
+    hf_bpe_nounk.json       char-level BPE without unk_token (must be refused: unknown
+                            characters would vanish)
+    hf_bytefallback.json    BPE with byte fallback and all 256 <0xNN> pieces, no unk_token
+    hf_chat/                a model folder: byte-level BPE tokenizer.json without unk and
+                            without padding, with chat tokens; tokenizer_config.json and
+                            special_tokens_map.json name pad, eos and bos
+    sp_bytefallback.model   SentencePiece BPE with byte fallback, bos/eos, a user-defined
+                            <|im_end|>
     README.md               file table and *measured* behaviour on control chars etc.
 mintdim_beam/demo/
     instructions.jsonl      ~300 English instruction records (duplicates, extra keys,
@@ -97,6 +106,9 @@ DEMO_CLEAN_LITERALS = [
     "Người dùng: ", "\n\nTrợ lý: ",
 ]
 
+#: The added special tokens of hf_chat/tokenizer.json, ids 0..3.
+CHAT_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>"]
+
 DEMO_INSTRUCTION_RECORDS = 294      # + 1 CJK/emoji record + 5 duplicates = 300 lines
 DEMO_EMOJI_INDEX = 136              # 0-based position before duplicates are inserted
 DEMO_DUPLICATES_AFTER = {60: 12, 150: 40, 220: 40, 240: 101, 290: 180}  # after i: copy of j
@@ -122,13 +134,13 @@ def _check_text(strings) -> None:
         assert not bad, (text, bad)
 
 
-def train_sentencepiece(sentences: list[str], **options) -> bytes:
+def train_sentencepiece(sentences: list[str], byte_fallback: bool = False, **options) -> bytes:
     """Serialized model; trained from memory so no input path lands in trainer_spec."""
     spm.set_random_generator_seed(SP_SEED)
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences), model_writer=buffer,
-        num_threads=1, minloglevel=2, byte_fallback=False, shuffle_input_sentence=False,
+        num_threads=1, minloglevel=2, byte_fallback=byte_fallback, shuffle_input_sentence=False,
         character_coverage=1.0, **options)
     return buffer.getvalue()
 
@@ -319,12 +331,55 @@ def build_test_tokenizers(out: Path, lines: list[str]) -> None:
 
     wordpiece_from_bpe(lines, 100, ["[PAD]", "[UNK]"]).save(str(out / "hf_nopad.json"), pretty=True)
 
+    # DESIGN.md section 8: tokenizers as model folders ship them.
+    tok = Tokenizer(models.BPE())      # no unk_token and nothing to fall back on: refused
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    _hf_train(tok, trainers.BpeTrainer(vocab_size=300, special_tokens=["[PAD]"], show_progress=False), lines)
+    tok.enable_padding(pad_id=tok.token_to_id("[PAD]"), pad_token="[PAD]")
+    tok.save(str(out / "hf_bpe_nounk.json"), pretty=True)
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    _hf_train(tok, trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"],
+                                       show_progress=False), lines)
+    data = json.loads(tok.to_str())
+    vocab = data["model"]["vocab"]
+    for b in range(256):               # Llama-style: the byte pieces are model vocabulary
+        vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+    data["model"]["byte_fallback"] = True
+    data["model"]["unk_token"] = None
+    tok = Tokenizer.from_str(json.dumps(data, ensure_ascii=False))
+    tok.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Fuse(), decoders.Metaspace()])
+    tok.enable_padding(pad_id=tok.token_to_id("<pad>"), pad_token="<pad>")
+    tok.save(str(out / "hf_bytefallback.json"), pretty=True)
+
+    chat = out / "hf_chat"
+    chat.mkdir(exist_ok=True)
+    tok = _hf_train(byte_level(models.BPE()), trainers.BpeTrainer(
+        vocab_size=400, special_tokens=CHAT_SPECIALS, initial_alphabet=byte_alphabet, show_progress=False),
+        lines)
+    tok.save(str(chat / "tokenizer.json"), pretty=True)
+    added = {"content": "<|pad|>", "lstrip": False, "normalized": False, "rstrip": False,
+             "single_word": False, "special": True}
+    _write_text(chat / "tokenizer_config.json", json.dumps(
+        {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": added, "model_max_length": 512,
+         "tokenizer_class": "PreTrainedTokenizerFast"}, indent=2) + "\n")
+    _write_text(chat / "special_tokens_map.json", json.dumps(
+        {"bos_token": "<|endoftext|>", "eos_token": dict(added, content="<|im_end|>"), "pad_token": "<|pad|>"},
+        indent=2) + "\n")
+
+    (out / "sp_bytefallback.model").write_bytes(train_sentencepiece(
+        lines, byte_fallback=True, model_type="bpe", vocab_size=512, normalization_rule_name="identity",
+        pad_id=0, unk_id=1, bos_id=2, eos_id=3, user_defined_symbols=["<|im_end|>"]))
+
 
 def verify_test_tokenizers(out: Path) -> None:
     expected = {  # file: (unk id, pad id)
         "sp_unigram.model": (1, 0), "sp_bpe.model": (0, 3), "sp_nopad.model": (0, None),
         "hf_bytelevel_bpe.json": (1, 0), "hf_bpe_unk.json": (0, 1), "hf_wordpiece.json": (1, 0),
         "hf_unigram.json": (1, 0), "hf_nounk.json": (None, 0), "hf_nopad.json": (1, None),
+        "hf_bpe_nounk.json": (None, 0), "hf_bytefallback.json": (None, 0), "hf_chat/tokenizer.json": (None, None),
+        "sp_bytefallback.model": (1, 0),
     }
     for name, ids in expected.items():
         got = (unk_id_of(out / name), pad_id_of(out / name))
@@ -359,6 +414,27 @@ def verify_test_tokenizers(out: Path) -> None:
     nopad = loaded("hf_nopad.json")
     assert nopad.padding is None and nopad.token_to_id("[PAD]") == 0
 
+    alphabet = set(pre_tokenizers.ByteLevel.alphabet())
+    assert alphabet <= set(json.loads(nounk.to_str())["model"]["vocab"])       # every byte: no unk needed
+    chat = loaded("hf_chat/tokenizer.json")
+    assert chat.padding is None and json.loads(chat.to_str())["model"]["unk_token"] is None
+    assert alphabet <= set(json.loads(chat.to_str())["model"]["vocab"])
+    assert [chat.token_to_id(t) for t in CHAT_SPECIALS] == list(range(len(CHAT_SPECIALS)))
+    assert chat.encode("a<|im_end|>b", add_special_tokens=False).ids[1] == chat.token_to_id("<|im_end|>")
+    fallback = loaded("hf_bytefallback.json")
+    fallback_vocab = json.loads(fallback.to_str())["model"]["vocab"]
+    assert all(f"<0x{b:02X}>" in fallback_vocab for b in range(256))
+    assert fallback.decode(fallback.encode(CJK + EMOJI, add_special_tokens=False).ids) == CJK + EMOJI
+    assert "<0x" in " ".join(fallback.encode(CJK, add_special_tokens=False).tokens)
+    bpe_nounk = loaded("hf_bpe_nounk.json")
+    assert bpe_nounk.encode(CJK, add_special_tokens=False).ids == []      # vanishes without a trace
+    spf = sp_load(out / "sp_bytefallback.model")
+    assert (spf.bos_id(), spf.eos_id(), spf.piece_to_id("<|im_end|>")) == (2, 3, 4)
+    assert sum(spf.is_byte(i) for i in range(spf.get_piece_size())) == 256
+    assert not yields_unk(out / "sp_bytefallback.model", CJK + EMOJI + "{}")
+    assert spf.encode("a<|im_end|>b", out_type=str)[1:2] == ["<|im_end|>"]
+    assert spf.encode("</s>") != [spf.eos_id()]                          # a control piece is never read
+
     # The saved padding/truncation must not leak into exact encoding.
     long_text = "Bees share the location of good flowers with a short dance. " * 4
     assert len(encode(out / "hf_bytelevel_bpe.json", long_text)[0]) > 16
@@ -384,9 +460,20 @@ TEST_FILES = [
     ("hf_unigram.json", "HF Unigram (UnigramTrainer, canonicalized), Metaspace pre-tokenizer",
      "unk comes from the Unigram model's `unk_id`; padding `<pad>`"),
     ("hf_nounk.json", "HF BPE, ByteLevel, no `unk_token`",
-     "must be refused (`TokenizerSpecialTokenError`, unk_id) although padding is configured"),
+     "its vocabulary holds every byte symbol, so it cannot emit UNK: accepted with `unk_id` null"),
     ("hf_nopad.json", "HF WordPiece (as hf_wordpiece), `[PAD]` only in the vocabulary",
      "no padding configured: must be refused (`TokenizerSpecialTokenError`, pad_id)"),
+    ("hf_bpe_nounk.json", "HF BPE (char level), Whitespace, no `unk_token`",
+     "unknown characters vanish without a trace: must be refused (`TokenizerSpecialTokenError`, unk_id)"),
+    ("hf_bytefallback.json", "HF BPE, Metaspace, byte fallback with all 256 `<0xNN>` pieces, no `unk_token`",
+     "cannot emit UNK: accepted with `unk_id` null; `<s>`/`</s>` are special added tokens, bos/eos not configured"),
+    ("hf_chat/tokenizer.json", "HF byte-level BPE in a model folder, no `unk_token`, no padding; special "
+     "`<|endoftext|>` `<|im_start|>` `<|im_end|>` `<|pad|>`",
+     "read as the folder `hf_chat/`: pad `<|pad|>` and eos `<|im_end|>` from `tokenizer_config.json`, bos "
+     "`<|endoftext|>` from `special_tokens_map.json`; `unk_id` null"),
+    ("sp_bytefallback.model", "SentencePiece BPE, `identity`, byte fallback, bos 2 / eos 3, user-defined "
+     "`<|im_end|>` (4)",
+     "unk never fires (bytes instead); `{@bos}`/`{@eos}`/`{@<|im_end|>}` segments; a literal `</s>` is a lookalike"),
 ]
 
 
@@ -460,7 +547,10 @@ Notes:
 - Runs of unknown characters: SentencePiece and HF Unigram give **one** UNK for `漢字`
   (two characters, six UTF-8 bytes); HF BPE gives one `[UNK]` per character; WordPiece
   gives one `[UNK]` per word, and BertPreTokenizer makes every CJK character a word.
-- Byte-level BPE never produces UNK: unseen characters become byte tokens.
+- Byte-level BPE never produces UNK: unseen characters become byte tokens; so does byte
+  fallback (`<0xNN>` pieces). A BPE without an unknown token and without either
+  (`hf_bpe_nounk.json`) drops what it cannot spell without a trace, which is why such a
+  tokenizer is refused.
 - WordPiece strips accents when `lowercase=True` (BertNormalizer default), so Vietnamese
   diacritics are removed before lookup (`trời` -> `troi`; `đ` stays).
 
@@ -629,6 +719,7 @@ def generate(testdata_dir: Path, demo_dir: Path) -> list[Path]:
     _write_text(testdata_dir / "README.md", testdata_readme(testdata_dir, len(lines)))
     build_demo(demo_dir)
     names = ["corpus.txt", "README.md"] + [name for name, _, _ in TEST_FILES]
+    names += ["hf_chat/tokenizer_config.json", "hf_chat/special_tokens_map.json"]
     demo_names = ["instructions.jsonl", "chat_vi.jsonl", "demo.model", "README.md"]
     return [testdata_dir / n for n in names] + [demo_dir / n for n in demo_names]
 
@@ -643,10 +734,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.stat().st_size:>8,}  {path}")
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate(Path(tmp) / "testdata", Path(tmp) / "demo")
+        fresh_testdata, fresh_demo = Path(tmp) / "testdata", Path(tmp) / "demo"
+        fresh = generate(fresh_testdata, fresh_demo)
         differ = []
         for path in fresh:
-            committed = (TESTDATA_DIR if path.parent.name == "testdata" else DEMO_DIR) / path.name
+            if path.is_relative_to(fresh_testdata):
+                committed = TESTDATA_DIR / path.relative_to(fresh_testdata)
+            else:
+                committed = DEMO_DIR / path.relative_to(fresh_demo)
             if not committed.exists() or not filecmp.cmp(path, committed, shallow=False):
                 differ.append(str(committed))
     for name in differ:
