@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from mintdim_beam.errors import bilingual as B
 from mintdim_beam.errors import build_messages as M
+from mintdim_beam.errors import tokenizer_messages as TM
 from mintdim_beam.errors.base import MintDimError, as_list, fact_dict
 
 
@@ -32,12 +33,12 @@ class TokenizerValidationError(MintDimError):
         if problem_vi is not None:
             facts["problem_vi"] = problem_vi
         english, vietnamese = self._render(
-            M.TOKENIZER_INVALID,
+            TM.TOKENIZER_INVALID,
             [
-                B.labeled(M.TOKENIZER_COMPONENT, facts["component"]),
+                B.labeled(TM.TOKENIZER_COMPONENT, facts["component"]),
                 B.labeled(M.PROBLEM, facts["problem"], facts.get("problem_vi")),
                 M.RULES,
-                B.bullet_pairs(M.TOKENIZER_RULES),
+                B.bullet_pairs(TM.TOKENIZER_RULES),
             ],
         )
         super().__init__(english, vietnamese, facts)
@@ -56,8 +57,8 @@ class TokenizerValidationError(MintDimError):
         paragraphs = [] if facts["path"] is None else [B.labeled(M.FILE, facts["path"])]
         if tokenizer_type is not None:
             paragraphs.append(_tokenizer_type_text(facts["tokenizer_type"]))
-        paragraphs += [M.TOKENIZER_SUPPORTED_FORMATS, B.bullets(M.TOKENIZER_FORMATS)]
-        english, vietnamese = cls._render(M.TOKENIZER_UNSUPPORTED, paragraphs)
+        paragraphs += [TM.TOKENIZER_SUPPORTED_FORMATS, B.bullets(TM.TOKENIZER_FORMATS)]
+        english, vietnamese = cls._render(TM.TOKENIZER_UNSUPPORTED, paragraphs)
         return cls._make(english, vietnamese, facts)
 
 
@@ -66,25 +67,25 @@ class TokenizerValidationError(MintDimError):
                    looks_like: str | None = None) -> "TokenizerValidationError":
         """The tokenizer file cannot be loaded as the declared ``tokenizer_type``.
 
-        ``problem`` is a key of ``build_messages.TOKENIZER_LOAD_PROBLEMS`` (empty, truncated or
+        ``problem`` is a key of ``tokenizer_messages.TOKENIZER_LOAD_PROBLEMS`` (empty, truncated or
         damaged, not JSON, JSON but not a tokenizer, named as the other format);
         ``detail`` the parser's own words; ``looks_like`` the other type when the bytes
         read as that format, which the message then suggests.
         """
         facts = fact_dict(kind="unloadable", path=path, tokenizer_type=tokenizer_type, problem=problem,
                        detail=detail, looks_like=looks_like)
-        said = M.TOKENIZER_LOAD_PROBLEMS[problem]
+        said = TM.TOKENIZER_LOAD_PROBLEMS[problem]
         paragraphs = [
             B.labeled(M.FILE, facts["path"]),
-            B.labeled(M.TOKENIZER_DECLARED, M.TOKENIZER_FORMAT_OF.get(tokenizer_type, tokenizer_type)),
+            B.labeled(TM.TOKENIZER_DECLARED, TM.TOKENIZER_FORMAT_OF.get(tokenizer_type, tokenizer_type)),
             B.labeled(M.PROBLEM, said.en.format(detail=detail, extension=detail),
                       said.vi.format(detail=detail, extension=detail)),
         ]
-        if looks_like in M.TOKENIZER_LOOKS_LIKE:
-            hint = M.TOKENIZER_LOOKS_LIKE[looks_like]
+        if looks_like in TM.TOKENIZER_LOOKS_LIKE:
+            hint = TM.TOKENIZER_LOOKS_LIKE[looks_like]
             paragraphs.append(B.labeled(M.FIX, hint.en, hint.vi))
-        paragraphs.append(B.labeled(M.RULE, M.TOKENIZER_LOAD_RULE.en, M.TOKENIZER_LOAD_RULE.vi))
-        english, vietnamese = cls._render(M.TOKENIZER_UNLOADABLE, paragraphs)
+        paragraphs.append(B.labeled(M.RULE, TM.TOKENIZER_LOAD_RULE.en, TM.TOKENIZER_LOAD_RULE.vi))
+        english, vietnamese = cls._render(TM.TOKENIZER_UNLOADABLE, paragraphs)
         return cls._make(english, vietnamese, facts)
 
 
@@ -92,31 +93,31 @@ class TokenizerValidationError(MintDimError):
     def add_padding(cls, path: str, out: str, problem: str, token: str = "", detail: str = "",
                     candidates: Sequence[str] = ()) -> "TokenizerValidationError":
         """``mintdim-beam tokenizer add-padding`` wrote nothing: ``problem`` is a key of
-        ``build_messages.TOKENIZER_ADD_PADDING_PROBLEMS``; ``candidates``: tokens that could pad."""
+        ``tokenizer_messages.TOKENIZER_ADD_PADDING_PROBLEMS``; ``candidates``: tokens that could pad."""
         facts = fact_dict(kind="add_padding", path=path, out=out, problem=problem, token=token, detail=detail,
                           candidates=list(candidates))
-        listed = M.TOKENIZER_ADD_PADDING_CANDIDATES.format(tokens=", ".join(repr(c) for c in facts["candidates"])) \
+        listed = TM.TOKENIZER_ADD_PADDING_CANDIDATES.format(tokens=", ".join(repr(c) for c in facts["candidates"])) \
             if facts["candidates"] else B.Text("", "")
-        said = M.TOKENIZER_ADD_PADDING_PROBLEMS[problem].format(token=facts["token"], out=facts["out"],
+        said = TM.TOKENIZER_ADD_PADDING_PROBLEMS[problem].format(token=facts["token"], out=facts["out"],
                                                                 detail=facts["detail"], candidates=listed)
         paragraphs = [
             B.labeled(M.FILE, facts["path"]),
-            B.labeled(M.TOKENIZER_ADD_PADDING_OUT, facts["out"]),
+            B.labeled(TM.TOKENIZER_ADD_PADDING_OUT, facts["out"]),
             B.labeled(M.PROBLEM, said.en, said.vi),
         ]
-        english, vietnamese = cls._render(M.TOKENIZER_ADD_PADDING, paragraphs)
+        english, vietnamese = cls._render(TM.TOKENIZER_ADD_PADDING, paragraphs)
         return cls._make(english, vietnamese, facts)
 
 
 def _tokenizer_type_text(value: Any) -> B.Text:
     import difflib
 
-    close = difflib.get_close_matches(str(value), M.TOKENIZER_TYPES, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(value), TM.TOKENIZER_TYPES, n=1, cutoff=0.6)
     hint = B.Text("", "") if not close else M.DID_YOU_MEAN.format(close=close[0])
-    choices = ", ".join(M.TOKENIZER_TYPES)
+    choices = ", ".join(TM.TOKENIZER_TYPES)
     return B.Text(
-        M.TOKENIZER_TYPE_VALUE.en.format(value=repr(value), hint=hint.en, choices=choices),
-        M.TOKENIZER_TYPE_VALUE.vi.format(value=repr(value), hint=hint.vi, choices=choices),
+        TM.TOKENIZER_TYPE_VALUE.en.format(value=repr(value), hint=hint.en, choices=choices),
+        TM.TOKENIZER_TYPE_VALUE.vi.format(value=repr(value), hint=hint.vi, choices=choices),
     )
 
 
@@ -138,7 +139,7 @@ class TokenizerSpecialTokenError(MintDimError):
 
     Special-token ids (`unk_id`, `pad_id`) come from the tokenizer only, never from the
     user, so the fix is on the tokenizer side; the message says which token is missing
-    and, when ``fix``/``fix_vi`` are given (``build_messages.SPECIAL_FIX_*``), exactly
+    and, when ``fix``/``fix_vi`` are given (``tokenizer_messages.SPECIAL_FIX_*``), exactly
     how to fix it, in a ``Fix:`` paragraph the spec's example does not have.
     """
 
@@ -148,14 +149,14 @@ class TokenizerSpecialTokenError(MintDimError):
         if fix is not None:
             facts.update(fact_dict(fix=fix, fix_vi=fix if fix_vi is None else fix_vi))
         paragraphs = [
-            B.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
-            B.labeled(M.SPECIAL_TOKEN_LABEL, facts["special_token"]),
+            B.labeled(TM.TOKENIZER_LABEL, facts["tokenizer"]),
+            B.labeled(TM.SPECIAL_TOKEN_LABEL, facts["special_token"]),
             B.labeled(M.PROBLEM, facts["problem"]),
         ]
         if fix is not None:
             paragraphs.append(B.labeled(M.FIX, facts["fix"], facts["fix_vi"]))
-        paragraphs.append(B.labeled(M.RULE, M.TOKENIZER_SPECIAL_RULE.en, M.TOKENIZER_SPECIAL_RULE.vi))
-        english, vietnamese = self._render(M.TOKENIZER_SPECIAL, paragraphs)
+        paragraphs.append(B.labeled(M.RULE, TM.TOKENIZER_SPECIAL_RULE.en, TM.TOKENIZER_SPECIAL_RULE.vi))
+        english, vietnamese = self._render(TM.TOKENIZER_SPECIAL, paragraphs)
         super().__init__(english, vietnamese, facts)
 
     @classmethod
@@ -222,7 +223,7 @@ class TemplateTokenizerError(MintDimError):
         paragraphs = [
             B.labeled(M.TEMPLATE_UNK_FILE_INDEX, facts["file_index"]),
             B.labeled(M.TEMPLATE_LABEL, repr(facts["template"])),
-            B.labeled(M.TOKENIZER_LABEL, facts["tokenizer"]),
+            B.labeled(TM.TOKENIZER_LABEL, facts["tokenizer"]),
             B.labeled(M.TEMPLATE_SEGMENT_LABEL, "{" + facts["segment"] + "}"),
             B.labeled(M.PROBLEM, problem.en, problem.vi),
             B.labeled(M.TEMPLATE_SPECIAL_HAS, ", ".join(shown) if shown else M.TEMPLATE_SPECIAL_NONE.en,
@@ -292,13 +293,13 @@ class TokenizerFailedError(MintDimError):
     def __init__(self, tokenizer: str, file: str, line: int, detail: str) -> None:
         facts = fact_dict(tokenizer=tokenizer, file=file, line=line, detail=detail)
         english, vietnamese = self._render(
-            M.TOKENIZER_FAILED,
+            TM.TOKENIZER_FAILED,
             [
-                B.labeled(M.TOKENIZER_FILE, facts["tokenizer"]),
+                B.labeled(TM.TOKENIZER_FILE, facts["tokenizer"]),
                 B.labeled(M.FILE, facts["file"]),
                 B.labeled(M.LINE, facts["line"]),
                 B.labeled(M.REASON, facts["detail"]),
-                B.labeled(M.FIX, M.TOKENIZER_FAILED_FIX.en, M.TOKENIZER_FAILED_FIX.vi),
+                B.labeled(M.FIX, TM.TOKENIZER_FAILED_FIX.en, TM.TOKENIZER_FAILED_FIX.vi),
             ],
         )
         super().__init__(english, vietnamese, facts)

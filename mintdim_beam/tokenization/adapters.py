@@ -34,7 +34,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from mintdim_beam.errors import TokenDTypeCapacityError, TokenizerSpecialTokenError, TokenizerValidationError
-from mintdim_beam.errors import build_messages as M
+from mintdim_beam.errors import tokenizer_messages as TM
 from mintdim_beam.tokenization.long_texts import LONG_TEXT_CHARS, PieceEncoder, cuttable
 from mintdim_beam.format.shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
 from mintdim_beam.tokenization import special_tokens as ST
@@ -366,7 +366,7 @@ class HuggingFaceTokenizer(Tokenizer):
             pad = self._companion(tok, path, "pad", named["pad"])
             if pad is None:
                 content, where = named["pad"]
-                fix = M.SPECIAL_FIX_COMPANION_UNKNOWN.format(file=where, key="pad_token", content=content)
+                fix = TM.SPECIAL_FIX_COMPANION_UNKNOWN.format(file=where, key="pad_token", content=content)
                 raise TokenizerSpecialTokenError.with_fix(path, "pad_id", "missing pad_id", fix)
             self.pad_id = pad.id
         else:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
 from mintdim_beam.errors import TokenizerSpecialTokenError, TokenizerValidationError
-from mintdim_beam.errors import build_messages as M
+from mintdim_beam.errors import tokenizer_messages as TM
 from mintdim_beam.errors.bilingual import Text
 
 HF_JSON = "hf_json"
@@ -186,7 +186,7 @@ def companion_tokens(path: str, companions: Mapping[str, bytes]) -> dict:
             if content is None:
                 continue
             if role in found and found[role][0] != content:
-                fix = M.SPECIAL_FIX_COMPANIONS_DIFFER.format(key=f"{role}_token", first=found[role][0],
+                fix = TM.SPECIAL_FIX_COMPANIONS_DIFFER.format(key=f"{role}_token", first=found[role][0],
                                                              second=content)
                 raise TokenizerSpecialTokenError.with_fix(path, f"{role}_token",
                                                           f"{role}_token named twice, differently", fix)
@@ -222,7 +222,7 @@ def _why(key: str, **facts) -> tuple:
 
 def hf_unk_proof(config: dict) -> Optional[tuple]:
     """None when the ``tokenizer.json`` ``config`` provably cannot emit an unknown token,
-    else ``(reason key of build_messages.NO_UNK_WHY, facts)``.
+    else ``(reason key of tokenizer_messages.NO_UNK_WHY, facts)``.
 
     Proven: a BPE or Unigram model with ``byte_fallback`` whose vocabulary holds all 256
     ``<0xNN>`` pieces (a character it cannot spell becomes its bytes), or a byte-level
@@ -274,20 +274,20 @@ def sp_unk_proof(sp, byte_fallback: bool) -> Optional[tuple]:
 def no_unk_error(path: str, why: tuple) -> TokenizerSpecialTokenError:
     """The spec's "missing unk_id", with why the vocabulary is not proven and how to fix it."""
     key, facts = why
-    fix = M.SPECIAL_FIX_UNK.format(why=M.NO_UNK_WHY[key].format(**facts))
+    fix = TM.SPECIAL_FIX_UNK.format(why=TM.NO_UNK_WHY[key].format(**facts))
     return TokenizerSpecialTokenError.with_fix(path, "unk_id", "missing unk_id", fix)
 
 
 def no_pad_error(path: str, kind: str, candidates: list) -> TokenizerSpecialTokenError:
     """The spec's "missing pad_id", saying exactly how to give the tokenizer one."""
     if kind != HF_JSON:
-        return TokenizerSpecialTokenError.with_fix(path, "pad_id", "missing pad_id", M.SPECIAL_FIX_PAD_SP)
+        return TokenizerSpecialTokenError.with_fix(path, "pad_id", "missing pad_id", TM.SPECIAL_FIX_PAD_SP)
     main = main_file(kind, path)
     stem = main[:-len(".json")] if main.lower().endswith(".json") else main
     token = candidates[0] if candidates else "TOKEN"
-    listed = M.SPECIAL_PAD_CANDIDATES.format(tokens=", ".join(repr(c) for c in candidates[:5])) \
+    listed = TM.SPECIAL_PAD_CANDIDATES.format(tokens=", ".join(repr(c) for c in candidates[:5])) \
         if candidates else Text("", "")
-    fix = M.SPECIAL_FIX_PAD_HF.format(path=main, token=token, copy=f"{stem}.padded.json", candidates=listed)
+    fix = TM.SPECIAL_FIX_PAD_HF.format(path=main, token=token, copy=f"{stem}.padded.json", candidates=listed)
     return TokenizerSpecialTokenError.with_fix(path, "pad_id", "missing pad_id", fix)
 
 
