@@ -399,11 +399,13 @@ UNIT_OVERFLOW = Text(
 UNIT_OVERFLOW_SAMPLE = Text("Sample:", "Sample:")
 UNIT_OVERFLOW_TOKEN_COUNT = Text("token_count:", "token_count:")
 UNIT_OVERFLOW_MAX = Text("max_unit_size:", "max_unit_size:")
+# The spec's second line offers "prompts": this project's on_overflow has no prompt
+# (DESIGN.md §3), so the line names the policies it has.
 UNIT_OVERFLOW_FIXES = (
     Text("increase unit sizes", "tăng unit sizes"),
     Text(
-        "or run with an overflow policy that truncates, skips, or prompts",
-        "hoặc chạy với overflow policy để truncate, skip, hoặc prompt",
+        "or run with an overflow policy that truncates, skips, or extends",
+        "hoặc chạy với overflow policy để truncate, skip, hoặc extend",
     ),
 )
 # Not in the spec: a sample that ``extend`` cannot hold, since no unit may pass the maximum.
