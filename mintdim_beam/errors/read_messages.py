@@ -197,8 +197,10 @@ READ_PROBLEMS = {
         "các shard của unit {unit} chứa sample {sample_id}, nằm ngoài các sample mà sample_index.jsonl liệt kê"),
     "export_dtype": Text("sample {sample_id} holds token id {id}, which does not fit {dtype}",
                          "sample {sample_id} chứa token id {id}, không vừa kiểu {dtype}"),
-    "target_exists": Text("{file} already exists; remove it or pass --overwrite",
-                          "{file} đã tồn tại; hãy xoá nó hoặc dùng --overwrite"),
+    "target_exists": Text("mintdim-beam {command}: {file} already exists; remove it or pass --overwrite "
+                          "(overwrite=True in Python)",
+                          "mintdim-beam {command}: {file} đã tồn tại; hãy xoá nó hoặc dùng --overwrite "
+                          "(overwrite=True trong Python)"),
     # the HTML report
     "no_matplotlib": Text(
         "the HTML report draws its charts with matplotlib: pip install 'mintdim-beam[report]' (or pip install "

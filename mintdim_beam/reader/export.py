@@ -21,7 +21,8 @@ dataset of any size exports in the memory of one chunk plus the reader's index. 
 export adds what the conversion itself relies on: every sample the index lists is in
 the shards, and every id fits the target type. A failure raises
 :class:`~mintdim_beam.reader.dataset.ReaderError` and leaves nothing under the output names:
-files are written under temporary names and renamed only once all are complete.
+files are written under temporary names and renamed only once all are complete. An
+output name that exists already is refused (``DatasetAccessError``) unless ``overwrite``.
 
 Like the reader, this module needs numpy (and pyarrow for Parquet) only; a remote
 source or destination (``gs://``, ``s3://``) goes through Beam's ``FileSystems``,
@@ -40,7 +41,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError
 from mintdim_beam.reader.dataset import OutputReader
 from mintdim_beam.storage.files import is_local
 
@@ -201,7 +202,7 @@ class _Staged:
         self.tag = uuid.uuid4().hex[:12]
         for target in self.targets:
             if not overwrite and _exists(target):
-                raise ReaderError("target_exists", file=target)
+                raise DatasetAccessError("target_exists", command="export", file=target)
         self.local = {}
         for target in self.targets:
             if is_local(target):
