@@ -52,7 +52,8 @@ Any other flag is a usage error."""
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
-    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout"):
+    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout",
+                 "max_bad_records", "max_unk_fraction"):
         value = getattr(args, name, None)
         if value is not None:
             run[name] = value
@@ -69,7 +70,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         run["accelerators"] = False
     policies = Policies(on_overflow=run.get("on_overflow"), on_template_unk=run.get("on_template_unk"),
                         on_bad_record=run.get("on_bad_record"))      # None: the default
-    config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"])
+    config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"], run["limits"])
     from mintdim_beam.launch.launcher import launch, launch_versioned  # imports Beam; after logging is configured
 
     if run.get("versioned"):
@@ -117,6 +118,13 @@ def _policy_flags(parser: argparse.ArgumentParser, run: Optional[dict] = None) -
                         help="parts: publish sample_index/part-NNNNN.jsonl (one per input block) and the other "
                              "per-block indexes likewise, nothing concatenated at finalize (default: "
                              + default("index_layout", DEFAULT_INDEX_LAYOUT) + ")")
+    parser.add_argument("--max-bad-records", dest="max_bad_records", type=_number_or_text, metavar="N|F",
+                        help="fail the build, publishing nothing, above N bad records or above a fraction F (0 to "
+                             "1, such as 0.01) of an output's samples (default: "
+                             + default("max_bad_records", "no limit") + ")")
+    parser.add_argument("--max-unk-fraction", dest="max_unk_fraction", type=_number_or_text, metavar="F",
+                        help="fail the build, publishing nothing, when more than F (0 to 1) of an output's written "
+                             "tokens are UNK (default: " + default("max_unk_fraction", "no limit") + ")")
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")
@@ -131,6 +139,17 @@ def _int_or_text(value: str):
         return int(value)
     except ValueError:
         return value
+
+
+def _number_or_text(value: str):
+    """An int, else a float, when the text reads as one (``10`` is a count, ``0.01`` a
+    fraction); otherwise the text, which the run checks report bilingually."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 def build_parser() -> tuple[flags.Parser, dict]:

@@ -303,6 +303,9 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         "encode_sharers": sharers,
         "block_size": config.block_size,
         "build_batch": [f.build_batch for f in config.files],
+        # The guard rails the published outputs passed (None: no limit); never in the manifest,
+        # since they change no byte of an output.
+        "limits": dataclasses.asdict(config.limits),
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
         "versions": _versions(),
     }
