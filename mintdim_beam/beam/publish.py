@@ -484,8 +484,7 @@ def read_latest(root: str) -> Optional[str]:
     path = storage.join(root, names.LATEST)
     if not storage.exists(path):
         return None
-    build_id = storage.read_bytes(path).decode("utf-8").strip()
-    return build_id or None
+    return names.latest_build_id(storage.read_bytes(path))
 
 
 def latest_fingerprint(root: str) -> Optional[str]:

@@ -1,7 +1,7 @@
 """The mintdim-beam command: build from a job file or the bundled demo; read, check,
 plan and export what was built.
 
-    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged]] [Beam options]
+    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged] [--keep N]] [Beam options]
     mintdim-beam demo OUT_DIR [Beam options]
     mintdim-beam verify | inspect | plan | report | export ...    (consumer_cli.py)
     mintdim-beam --version
@@ -16,7 +16,7 @@ so a typo is a usage error instead of a flag Beam silently drops.
 ROOT/<build-id>/ and ROOT/LATEST is replaced by the new id once every output is
 published. --skip-unchanged hashes the inputs first and builds nothing (exit 0) when
 every root's latest build has the same fingerprint, which is what a nightly cron entry
-wants. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
+wants; --keep N then removes each root's complete builds older than its N newest. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
 say so (exit 130). Exit codes: flags.EXIT_CODES_HELP.
 
 A build shows its progress on stderr (one redrawn line on a terminal, a line every 10 s
@@ -53,7 +53,7 @@ Any other flag is a usage error."""
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout",
-                 "max_bad_records", "max_unk_fraction"):
+                 "max_bad_records", "max_unk_fraction", "keep"):
         value = getattr(args, name, None)
         if value is not None:
             run[name] = value
@@ -75,7 +75,7 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
 
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
-                                 build_id=getattr(args, "build_id", None), quiet=args.quiet)
+                                 build_id=getattr(args, "build_id", None), quiet=args.quiet, keep=run["keep"])
         if found.skipped:
             return 0
         result = found.result
@@ -176,6 +176,10 @@ def build_parser() -> tuple[flags.Parser, dict]:
     build.add_argument("--skip-unchanged", dest="skip_unchanged", action="store_true",
                        help="with --versioned: build nothing when the inputs' fingerprint equals LATEST's "
                             "(default: the job's run.skip_unchanged, else off)")
+    build.add_argument("--keep", dest="keep", type=_int_or_text, metavar="N",
+                       help="with --versioned: once the build is published, remove each root's complete builds "
+                            "older than its N newest (never the one LATEST names, nor one still being written) "
+                            "(default: the job's run.keep, else keep every build)")
     build.add_argument("--build-id", dest="build_id", metavar="ID",
                        help="with --versioned: the build's directory name (default: UTC time and 8 random "
                             "hex digits)")

@@ -13,7 +13,6 @@ import difflib
 import numbers
 import os
 import posixpath
-import re
 import uuid
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -25,7 +24,7 @@ from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text, number
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
-from mintdim_beam.format.names import LATEST, IndexLayout
+from mintdim_beam.format.names import LATEST, IndexLayout, is_build_id
 
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
@@ -63,12 +62,10 @@ JOB_SECTIONS = {
     "units": ("sizes", "build_batch"),
     "output": ("dir", "samples_per_shard"),
     "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged",
-            "accelerators", "index_layout", "max_bad_records", "max_unk_fraction"),
+            "accelerators", "index_layout", "max_bad_records", "max_unk_fraction", "keep"),
 }
 RUN_FLAGS = ("versioned", "skip_unchanged")
 
-#: A build id is one plain path component: it names ``ROOT/<build-id>/``.
-BUILD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass
@@ -524,12 +521,24 @@ def run_settings(run: dict) -> dict:
     checked["limits"] = Limits(checked.get("max_bad_records"), checked.get("max_unk_fraction"))
     if checked["skip_unchanged"] and not checked["versioned"]:
         raise _job_error(J.NEEDS_VERSIONED.format(option="skip_unchanged"))
+    checked["keep"] = check_keep(checked.get("keep"))
+    if checked["keep"] is not None and not checked["versioned"]:
+        raise _job_error(J.NEEDS_VERSIONED.format(option="keep"))
     return checked
+
+
+def check_keep(keep) -> Optional[int]:
+    """``keep``: how many complete builds a versioned root keeps (None: every one)."""
+    if keep is not None and not (_is_int(keep) and keep >= 1):
+        problem = J.KEEP_VALUE.format(value=keep)
+        raise errors.PipelineValidationError.invalid(
+            problem=problem.en, rules=[J.KEEP_RULE.en], problem_vi=problem.vi, rules_vi=[J.KEEP_RULE.vi])
+    return keep
 
 
 def check_build_id(build_id) -> str:
     """A build id names ``ROOT/<build-id>/``: one plain path component, never ``LATEST``."""
-    if not isinstance(build_id, str) or not BUILD_ID_PATTERN.fullmatch(build_id) or build_id == LATEST:
+    if not isinstance(build_id, str) or not is_build_id(build_id):
         problem, rule = J.BUILD_ID_NOT_PLAIN.format(build_id=build_id), J.BUILD_ID_RULE.format(latest=LATEST)
         raise errors.PipelineValidationError.invalid(
             problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])

@@ -137,6 +137,16 @@ NEEDS_VERSIONED = Text(
     "{option} needs versioned output roots (--versioned or run.versioned: true)",
     "{option} cần output root có phiên bản (--versioned hoặc run.versioned: true)",
 )
+KEEP_VALUE = Text(
+    "keep must be a whole number of builds, at least 1, got {value!r}",
+    "keep phải là một số nguyên các bản build, ít nhất là 1, hiện tại là {value!r}",
+)
+KEEP_RULE = Text(
+    "run.keep (--keep N): after a versioned build publishes, each root keeps its N newest complete builds "
+    "and the one LATEST names, and removes its older complete builds; default: keep every build",
+    "run.keep (--keep N): sau khi một bản build có phiên bản publish, mỗi root giữ N bản build hoàn chỉnh mới "
+    "nhất và bản mà LATEST ghi, rồi xoá các bản build hoàn chỉnh cũ hơn; mặc định: giữ mọi bản build",
+)
 BUILD_ID_NOT_PLAIN = Text(
     "build id {build_id!r} is not a plain name",
     "build id {build_id!r} không phải là một tên đơn giản",

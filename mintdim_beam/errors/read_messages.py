@@ -44,6 +44,15 @@ READ_PROBLEMS = {
         "dataset; rebuild it into an empty directory",
         "có UNIT_BUILD_FAILED.md cạnh manifest.json: một build đã thất bại trong thư mục này, nên đây không phải "
         "dataset hoàn chỉnh; hãy build lại vào một thư mục rỗng"),
+    # a versioned root (ROOT/LATEST naming ROOT/<build-id>/)
+    "latest_not_id": Text(
+        "holds {got!r}, not a build id: a versioned root's LATEST names the folder of its latest build",
+        "chứa {got!r}, không phải build id: LATEST của một versioned root ghi tên thư mục của bản build mới nhất"),
+    "latest_unpublished": Text(
+        "names build {build_id}, which is not a published dataset (no {build_id}/manifest.json: removed, or "
+        "its build failed)",
+        "ghi build {build_id}, nhưng đây không phải dataset đã publish (không có {build_id}/manifest.json: đã bị "
+        "xoá, hoặc build của nó đã thất bại)"),
     "not_objects": Text("manifest.json and length_field.json must hold JSON objects",
                         "manifest.json và length_field.json phải chứa JSON object"),
     "token_dtype": Text("token_dtype must be uint16 or uint32, got {got}",
