@@ -4,7 +4,7 @@
     mintdim-beam inspect DIR (--sample-id N | --shard unit_S/shard_NNNNNN.bin --record K)
     mintdim-beam plan (JOB.yaml | DIR | sample_index.jsonl) [-k K] [--multiple Q] [Beam flags]
     mintdim-beam report DIR -o report.html
-    mintdim-beam export DIR --format megatron PREFIX | --format parquet OUT.parquet
+    mintdim-beam export DIR --format megatron PREFIX [--append-eod [--eod-token NAME]] | --format parquet OUT.parquet
 
 Each DIR may be a versioned root (``ROOT/LATEST`` naming ``ROOT/<build-id>/``): the
 command reads the build ``LATEST`` names and says which on stderr.
@@ -183,7 +183,7 @@ def _paths(command: str, args) -> list:
     if command == "report":
         return [args.dir]
     if command == "export":
-        return [args.dir, args.out]
+        return [args.dir, args.out] + ([args.tokenizer] if args.tokenizer else [])
     return []
 
 
@@ -546,11 +546,21 @@ def _add_export(subparsers):
     p.add_argument("--format", required=True, choices=["megatron", "parquet"],
                    help="megatron (Megatron-LM indexed dataset) or parquet (required)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files (default: refuse)")
+    p.add_argument("--append-eod", action="store_true",
+                   help="megatron: end every document that has tokens with the tokenizer's end-of-sequence token, "
+                        "as Megatron's preprocess_data.py --append-eod does; the tokenizer is the one manifest.json "
+                        "names (default: off)")
+    p.add_argument("--eod-token", metavar="NAME",
+                   help="with --append-eod: the end token's exact text, for a tokenizer whose end token is another "
+                        "special token, such as <|endoftext|> or [SEP] (default: its end-of-sequence token)")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="with --append-eod: where the dataset's tokenizer file is now (default: the path in "
+                        "manifest.json)")
     p.add_argument("--row-group-rows", type=int, default=65_536, metavar="N",
                    help="parquet: most samples per row group (default: 65536)")
     p.add_argument("--row-group-tokens", type=int, default=1 << 20, metavar="N",
                    help="parquet: a row group closes once it holds N tokens (default: 1048576)")
-    p.set_defaults(consumer_command="export")
+    p.set_defaults(consumer_command="export", usage_error=p.error)
     return p
 
 
@@ -560,6 +570,12 @@ def _export(args) -> int:
     options = {}
     if args.format == "parquet":
         options = {"row_group_rows": args.row_group_rows, "row_group_tokens": args.row_group_tokens}
+        if args.append_eod:
+            args.usage_error("--append-eod is for --format megatron (a Parquet row keeps its sample's tokens)")
+    elif args.append_eod:
+        options = {"append_eod": True, "eod_token": args.eod_token, "tokenizer": args.tokenizer}
+    if not args.append_eod and (args.eod_token is not None or args.tokenizer is not None):
+        args.usage_error("--eod-token and --tokenizer choose the token of --append-eod, which is not given")
     summary = export(_read_latest("export", args.dir), args.format, args.out, overwrite=args.overwrite, **options)
     print(summary.describe())
     return 0

@@ -206,6 +206,27 @@ READ_PROBLEMS = {
         "các shard của unit {unit} chứa sample {sample_id}, nằm ngoài các sample mà sample_index.jsonl liệt kê"),
     "export_dtype": Text("sample {sample_id} holds token id {id}, which does not fit {dtype}",
                          "sample {sample_id} chứa token id {id}, không vừa kiểu {dtype}"),
+    # the end-of-document token of a Megatron export (--append-eod)
+    "eod_no_tokenizer": Text(
+        "mintdim-beam {command}: --append-eod takes its token from the tokenizer, and {tokenizer} cannot be "
+        "loaded ({why}); give the tokenizer file with --tokenizer PATH",
+        "mintdim-beam {command}: --append-eod lấy token từ tokenizer, nhưng không nạp được {tokenizer} ({why}); "
+        "hãy chỉ ra file tokenizer bằng --tokenizer PATH"),
+    "eod_tokenizer_differs": Text(
+        "mintdim-beam {command}: tokenizer {tokenizer} has {key} {got}, manifest.json says {want}: it is not "
+        "the tokenizer the dataset was built with",
+        "mintdim-beam {command}: tokenizer {tokenizer} có {key} là {got}, nhưng manifest.json ghi {want}: đây "
+        "không phải tokenizer đã dùng để build dataset"),
+    "eod_no_eos": Text(
+        "mintdim-beam {command}: tokenizer {tokenizer} names no end-of-sequence token; give the end token's "
+        "exact text with --eod-token NAME (such as </s> or <|endoftext|>)",
+        "mintdim-beam {command}: tokenizer {tokenizer} không có token kết thúc chuỗi (end-of-sequence); hãy cho "
+        "nội dung chính xác của token kết thúc bằng --eod-token NAME (ví dụ </s> hoặc <|endoftext|>)"),
+    "eod_unknown_token": Text(
+        "mintdim-beam {command}: {token!r} is not one token of {tokenizer}; --eod-token takes a token's exact "
+        "text (such as </s> or <|endoftext|>)",
+        "mintdim-beam {command}: {token!r} không phải là một token của {tokenizer}; --eod-token nhận nội dung "
+        "chính xác của một token (ví dụ </s> hoặc <|endoftext|>)"),
     "target_exists": Text("mintdim-beam {command}: {file} already exists; remove it or pass --overwrite "
                           "(overwrite=True in Python)",
                           "mintdim-beam {command}: {file} đã tồn tại; hãy xoá nó hoặc dùng --overwrite "

@@ -23,7 +23,7 @@ import threading
 from array import array
 from collections import abc
 from itertools import chain
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -116,6 +116,9 @@ class Tokenizer:
     unk_id: int
     pad_id: int
     storage: TokenStorage
+    #: The end-of-sequence token's id, when the tokenizer names one (a Megatron export's
+    #: end-of-document token); the build never adds it.
+    eos_id: Optional[int] = None
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
@@ -145,6 +148,11 @@ class Tokenizer:
         return CharColumn.of(self.unk_substrings_at(texts, positions))
 
     def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def token_id(self, content: str) -> Optional[int]:
+        """The id of the one token whose text is exactly ``content`` (a special, added
+        or ordinary token), or None when there is none."""
         raise NotImplementedError
 
     def describe(self) -> dict:
@@ -190,6 +198,8 @@ class SentencePieceTokenizer(Tokenizer):
         if pad < 0 or pad >= self.vocab_size:
             raise TokenizerSpecialTokenError(tokenizer=path, special_token="pad_id", problem="missing pad_id")
         self.unk_id, self.pad_id = unk, pad
+        eos = int(self._sp.eos_id())
+        self.eos_id = eos if 0 <= eos < self.vocab_size else None
         self.storage = select_storage(self.vocab_size)
         self._numpy_batches = _numpy_batches(self._sp)
         self._local = threading.local()
@@ -288,6 +298,10 @@ class SentencePieceTokenizer(Tokenizer):
 
     def decode(self, ids):
         return self._sp.decode([int(i) for i in ids])
+
+    def token_id(self, content):
+        found = int(self._sp.piece_to_id(content))    # the unknown token's id for any other text
+        return found if 0 <= found < self.vocab_size and self._sp.id_to_piece(found) == content else None
 
 
 def _numpy_batches(sp) -> bool:
@@ -407,6 +421,10 @@ class HuggingFaceTokenizer(Tokenizer):
 
     def decode(self, ids):
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def token_id(self, content):
+        found = self._tok.token_to_id(content)
+        return None if found is None else int(found)
 
 
 def _load_sentencepiece(data: bytes):
