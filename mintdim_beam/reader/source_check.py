@@ -83,6 +83,7 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
         chk.problem(names.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
         return
     parsed = [_parsed(t) for t in templates]
+    records = _unit_records(reader, index, picks)
     for start in range(0, len(picks), RETOKENIZE_ROWS):
         rows = _rendered_rows(chk, index, picks[start:start + RETOKENIZE_ROWS], lines, files, parsed)
         encoded = _encode_all(tok, rows)
@@ -91,7 +92,7 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
                                      _empty_fields(fields[fi] if fi < len(fields) else None, obj))
             if sid in truncated:
                 expected = _truncate(expected, written)
-            if _check_record(chk, meta, index, reader, r, where, expected):
+            if _check_record(chk, meta, index, reader, r, where, expected, records.get(r)):
                 chk.report.retokenized += 1
 
 
@@ -153,12 +154,38 @@ def _encode_all(tok, rows: list) -> list:
     return [[flat[starts[k]:ends[k]] for k in row] for row in keys]
 
 
+def _unit_records(reader, index: sample_index.SampleIndex, picks: np.ndarray) -> dict:
+    """``{row: record}`` for the picked rows of each unit that is mostly picked, in a
+    local dataset (memory-mapped: nothing is copied): read a shard batch at a time with
+    the reader's checks (``OutputReader.batches``), instead of a row at a time. A unit
+    that fails them is left out, so its rows go through ``record_at_row``, which skips
+    exactly the records that fail."""
+    if not storage.is_local(reader.path):
+        return {}
+    found: dict = {}
+    units = index.unit[picks]
+    for unit in np.unique(units).tolist():
+        rows = reader.unit_rows(unit)
+        if 4 * int(np.count_nonzero(units == unit)) < len(rows):
+            continue
+        mine, done = {}, 0
+        try:
+            for batch in reader.batches(unit):
+                mine.update(zip(rows[done:done + len(batch.sample_ids)].tolist(), batch.records))
+                done += len(batch.sample_ids)
+        except read_errors.ReaderError:
+            continue
+        found.update(mine)
+    return found
+
+
 def _check_record(chk: Checker, meta: output_files.Metadata, index: sample_index.SampleIndex, reader, r: int,
-                  where: str, expected: list) -> bool:
-    """Whether the row's record could be read; a problem unless it holds ``expected``:
-    each segment's length in the header, their tokens in the payload."""
+                  where: str, expected: list, rec=None) -> bool:
+    """Whether the row's record could be read (``rec``: read and checked already); a
+    problem unless it holds ``expected``: each segment's length in the header, their
+    tokens in the payload."""
     try:
-        rec = reader.record_at_row(r)
+        rec = reader.record_at_row(r) if rec is None else rec
     except read_errors.ReaderError:
         return False  # already reported by the shard and index checks
     n = meta.n_segments
