@@ -765,6 +765,9 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
             overflow_rows.append(row)
         written.append({"sample": sample, "unit": unit, "seg_ids": seg_ids,
                         "seg_spans": seg_spans})
+    if not written:
+        # DESIGN.md section 8: a build whose output receives no sample fails.
+        raise ReferenceBuildError("BuildLimitError", None, None, "the output received no sample")
 
     unit_sizes = sorted(unit_sizes)
     # DESIGN.md section 5: a slot holds every value written to it, and a length header

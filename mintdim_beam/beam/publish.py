@@ -6,7 +6,9 @@ final names, concatenates index parts in sample order, writes the summary files 
 finalize retried after a crash (or simply run twice) skips what is already published
 and rewrites the rest with identical bytes.
 
-On a policy ``abort`` the plan carries the first error; nothing is published, every
+On a policy ``abort`` the plan carries the first error (or the first guard rail an
+output failed, ``core.limits``; finalize checks ``max_unk_fraction`` itself, from the
+index parts' counts, before publishing anything); nothing is published, every
 declared unit gets ``UNIT_BUILD_FAILED.md`` with the bilingual message, and the error
 record is kept in staging. The pipeline itself completes (an abort is an answer, not a
 crash) and yields the error per output; the launcher raises the spec's error class.
@@ -37,6 +39,7 @@ from mintdim_beam.version import __version__
 from mintdim_beam.beam import claims
 from mintdim_beam.storage import compose
 from mintdim_beam.core import indexes
+from mintdim_beam.core import limits
 from mintdim_beam.beam import layout
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, OutputSpec, describe_sources
@@ -167,6 +170,8 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
     for out in config.outputs:
         _check_owned(out, claimed)
     error = plan.error if plan.error is not None else _changed_input(config, digests, listed_sizes)
+    if error is None:
+        error = limits.unk_error(config, plan.outputs, _unk_counts(part_results))
     if error is not None:
         mark_failed(config, str(error_from_dict(error)), error)
         for out in config.outputs:
@@ -207,6 +212,16 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
         _remove_staging(out)
         claims.release(out.path, out.run_id)
         yield {"output": out.path, "stats": stats, "shards": shards}
+
+
+def _unk_counts(part_results) -> dict:
+    """output index -> (UNK tokens, samples with UNK) of its written payloads, as the
+    index parts counted them (the figures ``stats.json`` gets)."""
+    counts: dict = {}
+    for r in part_results:
+        unk, samples = counts.get(r.output, (0, 0))
+        counts[r.output] = (unk + r.unk_tokens, samples + r.samples_with_unk)
+    return counts
 
 
 def _changed_input(config: BuildConfig, digests: Optional[dict], listed_sizes: Optional[dict]) -> Optional[dict]:
@@ -473,8 +488,7 @@ def read_latest(root: str) -> Optional[str]:
     path = storage.join(root, names.LATEST)
     if not storage.exists(path):
         return None
-    build_id = storage.read_bytes(path).decode("utf-8").strip()
-    return build_id or None
+    return names.latest_build_id(storage.read_bytes(path))
 
 
 def latest_fingerprint(root: str) -> Optional[str]:

@@ -147,7 +147,8 @@ class UnitBuild(beam.PTransform):
     """Build every output of a validated :class:`BuildConfig`.
 
     ``p | UnitBuild(config)`` returns a PCollection of one dict per output directory:
-    its path and stats, or the error that stopped the build. Run the launcher-side
+    ``output`` (its path) with ``stats`` and ``shards``, or ``output`` with the
+    ``error`` (a ``MintDimError.to_dict()``) that stopped the build. Run the launcher-side
     checks (``preflight.check``) before constructing it; ``mintdim_beam.run`` does.
 
     ``input_digests`` (path -> (size, sha256)) lets a launcher that has already hashed

@@ -1,7 +1,7 @@
 """The mintdim-beam command: build from a job file or the bundled demo; read, check,
 plan and export what was built.
 
-    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged]] [Beam options]
+    mintdim-beam build JOB.yaml [--on-overflow truncate] [--versioned [--skip-unchanged] [--keep N]] [Beam options]
     mintdim-beam demo OUT_DIR [Beam options]
     mintdim-beam verify | inspect | plan | report | export ...    (consumer_cli.py)
     mintdim-beam tokenizer add-padding TOKENIZER_JSON --pad-token TOKEN OUT   (tokenizer_commands.py)
@@ -17,7 +17,7 @@ so a typo is a usage error instead of a flag Beam silently drops.
 ROOT/<build-id>/ and ROOT/LATEST is replaced by the new id once every output is
 published. --skip-unchanged hashes the inputs first and builds nothing (exit 0) when
 every root's latest build has the same fingerprint, which is what a nightly cron entry
-wants. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
+wants; --keep N then removes each root's complete builds older than its N newest. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
 say so (exit 130). Exit codes: flags.EXIT_CODES_HELP.
 
 A build shows its progress on stderr (one redrawn line on a terminal, a line every 10 s
@@ -55,7 +55,8 @@ Any other flag is a usage error."""
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
-    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout"):
+    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout",
+                 "max_bad_records", "max_unk_fraction", "keep"):
         value = getattr(args, name, None)
         if value is not None:
             run[name] = value
@@ -72,12 +73,12 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
         run["accelerators"] = False
     policies = Policies(on_overflow=run.get("on_overflow"), on_template_unk=run.get("on_template_unk"),
                         on_bad_record=run.get("on_bad_record"))      # None: the default
-    config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"])
+    config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"], run["limits"])
     from mintdim_beam.launch.launcher import launch, launch_versioned  # imports Beam; after logging is configured
 
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),
-                                 build_id=getattr(args, "build_id", None), quiet=args.quiet)
+                                 build_id=getattr(args, "build_id", None), quiet=args.quiet, keep=run["keep"])
         if found.skipped:
             return 0
         result = found.result
@@ -120,6 +121,13 @@ def _policy_flags(parser: argparse.ArgumentParser, run: Optional[dict] = None) -
                         help="parts: publish sample_index/part-NNNNN.jsonl (one per input block) and the other "
                              "per-block indexes likewise, nothing concatenated at finalize (default: "
                              + default("index_layout", DEFAULT_INDEX_LAYOUT) + ")")
+    parser.add_argument("--max-bad-records", dest="max_bad_records", type=_number_or_text, metavar="N|F",
+                        help="fail the build, publishing nothing, above N bad records or above a fraction F (0 to "
+                             "1, such as 0.01) of an output's samples (default: "
+                             + default("max_bad_records", "no limit") + ")")
+    parser.add_argument("--max-unk-fraction", dest="max_unk_fraction", type=_number_or_text, metavar="F",
+                        help="fail the build, publishing nothing, when more than F (0 to 1) of an output's written "
+                             "tokens are UNK (default: " + default("max_unk_fraction", "no limit") + ")")
     parser.add_argument("--no-accelerators", dest="no_accelerators", action="store_true",
                         help="encode with the tokenizer libraries alone: same output, more CPU "
                              "(default: the exact accelerators where their checks pass)")
@@ -134,6 +142,17 @@ def _int_or_text(value: str):
         return int(value)
     except ValueError:
         return value
+
+
+def _number_or_text(value: str):
+    """An int, else a float, when the text reads as one (``10`` is a count, ``0.01`` a
+    fraction); otherwise the text, which the run checks report bilingually."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 def build_parser() -> tuple[flags.Parser, dict]:
@@ -160,6 +179,10 @@ def build_parser() -> tuple[flags.Parser, dict]:
     build.add_argument("--skip-unchanged", dest="skip_unchanged", action="store_true",
                        help="with --versioned: build nothing when the inputs' fingerprint equals LATEST's "
                             "(default: the job's run.skip_unchanged, else off)")
+    build.add_argument("--keep", dest="keep", type=_int_or_text, metavar="N",
+                       help="with --versioned: once the build is published, remove each root's complete builds "
+                            "older than its N newest (never the one LATEST names, nor one still being written) "
+                            "(default: the job's run.keep, else keep every build)")
     build.add_argument("--build-id", dest="build_id", metavar="ID",
                        help="with --versioned: the build's directory name (default: UTC time and 8 random "
                             "hex digits)")

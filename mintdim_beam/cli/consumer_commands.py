@@ -4,7 +4,10 @@
     mintdim-beam inspect DIR (--sample-id N | --shard unit_S/shard_NNNNNN.bin --record K)
     mintdim-beam plan (JOB.yaml | DIR | sample_index.jsonl) [-k K] [--multiple Q] [Beam flags]
     mintdim-beam report DIR -o report.html
-    mintdim-beam export DIR --format megatron PREFIX | --format parquet OUT.parquet
+    mintdim-beam export DIR --format megatron PREFIX [--append-eod [--eod-token NAME]] | --format parquet OUT.parquet
+
+Each DIR may be a versioned root (``ROOT/LATEST`` naming ``ROOT/<build-id>/``): the
+command reads the build ``LATEST`` names and says which on stderr.
 
 The build CLI (``cli.py``) owns the parser; :func:`add_subcommands` adds these commands
 to it and :func:`run` executes one, returning the exit code (``flags.EXIT_CODES_HELP``):
@@ -180,7 +183,7 @@ def _paths(command: str, args) -> list:
     if command == "report":
         return [args.dir]
     if command == "export":
-        return [args.dir, args.out]
+        return [args.dir, args.out] + ([args.tokenizer] if args.tokenizer else [])
     return []
 
 
@@ -202,7 +205,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 # --------------------------------------------------------------------------- verify
 
 
+def _read_latest(command: str, path: str) -> str:
+    """The dataset ``path`` names: itself, or the build a versioned root's ``LATEST``
+    names, said on stderr (stdout stays the command's output)."""
+    found, build_id = output_files.dataset_path(path)
+    if build_id is not None:
+        print(f"mintdim-beam {command}: reading {found} (LATEST)", file=sys.stderr)
+    return found
+
+
 def _verify(args) -> int:
+    from mintdim_beam.errors.read_errors import ReaderError
     from mintdim_beam.reader import dataset as reader
     from mintdim_beam.reader.verify import verify_output
 
@@ -214,6 +227,10 @@ def _verify(args) -> int:
         raise DatasetAccessError("no_directory", command="verify", paths=", ".join(missing))
     status = 0
     for path in dirs:
+        try:
+            path = _read_latest("verify", path)
+        except ReaderError:
+            pass           # a LATEST naming no build: verify_output lists it as the root's problem
         report = verify_output(path, tokenizer=tokenizer, sample_rows=args.sample,
                                checksums=args.checksums)
         for problem in report.problems[:args.max_problems]:
@@ -260,7 +277,7 @@ def _is_directory(path: str, reader) -> bool:
 def _inspect(args) -> int:
     from mintdim_beam.reader import dataset as rd
 
-    out = rd.OutputReader(args.dir)
+    out = rd.OutputReader(_read_latest("inspect", args.dir))
     if args.shard is not None:
         if args.record is None:
             raise DatasetAccessError("shard_needs_record", command="inspect")
@@ -372,8 +389,10 @@ def _plan(args, beam_args: list) -> int:
     else:
         from mintdim_beam.reader import dataset as reader
 
-        if not source.endswith(".jsonl") and not _is_directory(source, reader):
-            raise DatasetAccessError("no_directory", command="plan", paths=source)
+        if not source.endswith(".jsonl"):
+            if not _is_directory(source, reader):
+                raise DatasetAccessError("no_directory", command="plan", paths=source)
+            source = _read_latest("plan", source)
         hist, info = dataset_length_histogram(source)
         notes = []
         if info["truncated_restored"] or info["skipped_added"]:
@@ -506,7 +525,7 @@ def _job_histograms(path: str, args, beam_args: list) -> list:
 def _report(args) -> int:
     from mintdim_beam.reader.report import write_report
 
-    path = write_report(args.dir, args.output, k=args.k)
+    path = write_report(_read_latest("report", args.dir), args.output, k=args.k)
     print(f"[report] wrote {path}")
     return 0
 
@@ -527,11 +546,21 @@ def _add_export(subparsers):
     p.add_argument("--format", required=True, choices=["megatron", "parquet"],
                    help="megatron (Megatron-LM indexed dataset) or parquet (required)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files (default: refuse)")
+    p.add_argument("--append-eod", action="store_true",
+                   help="megatron: end every document that has tokens with the tokenizer's end-of-sequence token, "
+                        "as Megatron's preprocess_data.py --append-eod does; the tokenizer is the one manifest.json "
+                        "names (default: off)")
+    p.add_argument("--eod-token", metavar="NAME",
+                   help="with --append-eod: the end token's exact text, for a tokenizer whose end token is another "
+                        "special token, such as <|endoftext|> or [SEP] (default: its end-of-sequence token)")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="with --append-eod: where the dataset's tokenizer file is now (default: the path in "
+                        "manifest.json)")
     p.add_argument("--row-group-rows", type=int, default=65_536, metavar="N",
                    help="parquet: most samples per row group (default: 65536)")
     p.add_argument("--row-group-tokens", type=int, default=1 << 20, metavar="N",
                    help="parquet: a row group closes once it holds N tokens (default: 1048576)")
-    p.set_defaults(consumer_command="export")
+    p.set_defaults(consumer_command="export", usage_error=p.error)
     return p
 
 
@@ -541,7 +570,13 @@ def _export(args) -> int:
     options = {}
     if args.format == "parquet":
         options = {"row_group_rows": args.row_group_rows, "row_group_tokens": args.row_group_tokens}
-    summary = export(args.dir, args.format, args.out, overwrite=args.overwrite, **options)
+        if args.append_eod:
+            args.usage_error("--append-eod is for --format megatron (a Parquet row keeps its sample's tokens)")
+    elif args.append_eod:
+        options = {"append_eod": True, "eod_token": args.eod_token, "tokenizer": args.tokenizer}
+    if not args.append_eod and (args.eod_token is not None or args.tokenizer is not None):
+        args.usage_error("--eod-token and --tokenizer choose the token of --append-eod, which is not given")
+    summary = export(_read_latest("export", args.dir), args.format, args.out, overwrite=args.overwrite, **options)
     print(summary.describe())
     return 0
 

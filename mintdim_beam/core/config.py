@@ -10,9 +10,9 @@ that touch storage (files exist, tokenizers load, output directories are empty) 
 from __future__ import annotations
 
 import difflib
+import numbers
 import os
 import posixpath
-import re
 import uuid
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -24,7 +24,7 @@ from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text, number
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
-from mintdim_beam.format.names import LATEST, IndexLayout
+from mintdim_beam.format.names import LATEST, IndexLayout, is_build_id
 
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
@@ -62,12 +62,10 @@ JOB_SECTIONS = {
     "units": ("sizes", "build_batch"),
     "output": ("dir", "samples_per_shard"),
     "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged",
-            "accelerators", "index_layout"),
+            "accelerators", "index_layout", "max_bad_records", "max_unk_fraction", "keep"),
 }
 RUN_FLAGS = ("versioned", "skip_unchanged")
 
-#: A build id is one plain path component: it names ``ROOT/<build-id>/``.
-BUILD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass
@@ -108,6 +106,39 @@ class Policies:
                 problem = J.ONE_OF.format(name=name, choices=", ".join(allowed), value=value)
                 raise errors.PipelineValidationError.invalid(
                     problem=problem.en, rules=[f"{name}: {' | '.join(allowed)}"], problem_vi=problem.vi)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Guard rails checked before anything is published (DESIGN.md §8); the field
+    defaults are theirs, None: no limit. An output that receives no sample fails
+    whatever they say.
+
+    ``max_bad_records``: a count (an ``int``: more bad records than that fail the
+    build) or a fraction of the samples read (a ``float`` from 0 to 1: ``0.01`` fails
+    above 1%); ``max_unk_fraction``: the most UNK tokens among the written tokens, as
+    a fraction. An output's bad records are known once the plan is (``core.plan``),
+    its UNK tokens once every index part is written (``beam.publish.finalize``).
+    """
+
+    max_bad_records: Optional[float] = None
+    max_unk_fraction: Optional[float] = None
+
+    def __post_init__(self):
+        bad, unk = self.max_bad_records, self.max_unk_fraction
+        if bad is not None and not (_is_int(bad) and bad >= 0 or _is_fraction(bad)):
+            _limit_error(J.MAX_BAD_RECORDS_VALUE.format(value=bad), J.MAX_BAD_RECORDS_RULE)
+        if unk is not None and not (_is_fraction(unk) or _is_int(unk) and unk in (0, 1)):
+            _limit_error(J.MAX_UNK_FRACTION_VALUE.format(value=unk), J.MAX_UNK_FRACTION_RULE)
+
+
+def _is_fraction(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, int)) and 0 <= value <= 1
+
+
+def _limit_error(problem: Text, rule: Text):
+    raise errors.PipelineValidationError.invalid(
+        problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])
 
 
 #: The policies a length count (``plan JOB``) runs under: it counts every sample, asks nothing.
@@ -173,6 +204,8 @@ class BuildConfig:
     accelerators: bool = DEFAULT_ACCELERATORS
     #: One file per index, or its blocks' parts published in place.
     index_layout: IndexLayout = DEFAULT_INDEX_LAYOUT
+    #: The guard rails checked before publishing; they never change a published byte.
+    limits: Limits = field(default_factory=Limits)
 
     def files_of(self, output: OutputSpec) -> list[FileSpec]:
         return [self.files[i] for i in output.files]
@@ -232,11 +265,13 @@ def normalize_dir(path: str) -> str:
 
 
 def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | None = None,
-            accelerators: bool | None = None, index_layout: IndexLayout | str | None = None) -> BuildConfig:
+            accelerators: bool | None = None, index_layout: IndexLayout | str | None = None,
+            limits: Limits | None = None) -> BuildConfig:
     """Validate ``job`` structurally and broadcast every setting to every file.
 
-    A setting given as None takes its default (``DEFAULT_*``, ``Policies()``)."""
+    A setting given as None takes its default (``DEFAULT_*``, ``Policies()``, ``Limits()``)."""
     policies = policies or Policies()
+    limits = limits or Limits()
     accelerators = DEFAULT_ACCELERATORS if accelerators is None else accelerators
     _check_accelerators(accelerators)
     index_layout = check_index_layout(DEFAULT_INDEX_LAYOUT if index_layout is None else index_layout)
@@ -360,7 +395,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
             )
         )
     check_block_size(block_size)
-    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators, index_layout)
+    return BuildConfig(tuple(file_specs), tuple(outputs), policies, block_size, accelerators, index_layout, limits)
 
 
 def check_index_layout(value) -> IndexLayout:
@@ -483,14 +518,27 @@ def run_settings(run: dict) -> dict:
     checked["accelerators"] = checked.get("accelerators", DEFAULT_ACCELERATORS)
     _check_accelerators(checked["accelerators"])
     checked["index_layout"] = check_index_layout(checked.get("index_layout", DEFAULT_INDEX_LAYOUT))
+    checked["limits"] = Limits(checked.get("max_bad_records"), checked.get("max_unk_fraction"))
     if checked["skip_unchanged"] and not checked["versioned"]:
         raise _job_error(J.NEEDS_VERSIONED.format(option="skip_unchanged"))
+    checked["keep"] = check_keep(checked.get("keep"))
+    if checked["keep"] is not None and not checked["versioned"]:
+        raise _job_error(J.NEEDS_VERSIONED.format(option="keep"))
     return checked
+
+
+def check_keep(keep) -> Optional[int]:
+    """``keep``: how many complete builds a versioned root keeps (None: every one)."""
+    if keep is not None and not (_is_int(keep) and keep >= 1):
+        problem = J.KEEP_VALUE.format(value=keep)
+        raise errors.PipelineValidationError.invalid(
+            problem=problem.en, rules=[J.KEEP_RULE.en], problem_vi=problem.vi, rules_vi=[J.KEEP_RULE.vi])
+    return keep
 
 
 def check_build_id(build_id) -> str:
     """A build id names ``ROOT/<build-id>/``: one plain path component, never ``LATEST``."""
-    if not isinstance(build_id, str) or not BUILD_ID_PATTERN.fullmatch(build_id) or build_id == LATEST:
+    if not isinstance(build_id, str) or not is_build_id(build_id):
         problem, rule = J.BUILD_ID_NOT_PLAIN.format(build_id=build_id), J.BUILD_ID_RULE.format(latest=LATEST)
         raise errors.PipelineValidationError.invalid(
             problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi])

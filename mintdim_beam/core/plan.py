@@ -10,7 +10,8 @@ counts into every global fact the writers need, so no worker ever sees the corpu
   shard is written: every shard task carries it;
 * the shard tasks: which byte ranges of which block spills make up each shard;
 * the duplicate tasks: which slice of each block's hash spill holds each digest range;
-* the first error, when a policy says ``abort``.
+* the first error, when a policy says ``abort``, or else the first guard rail an
+  output fails (``limits.plan_error``: no sample written, too many bad records).
 
 The plan is computed once (from a single-key GroupByKey of the summaries) and travels
 inside the task elements that need it; its size grows with the number of blocks and
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 from mintdim_beam.core.config import BuildConfig
+from mintdim_beam.core.limits import plan_error
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ class OutputPlan:
     shards: dict                          # unit -> number of shards
     bad_records: int = 0
     overflow_samples: int = 0
+    samples_read: int = 0                 # every sample id given: written, bad or skipped
 
     @property
     def largest_unit(self) -> int:
@@ -271,9 +274,13 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
                     chunk = tuple(members[u][k * sps:(k + 1) * sps])
                     tasks.append(ShardTask(out.index, u, k, len(chunk), (), chunk, largest))
         outputs.append(OutputPlan(tuple(sorted(declared + tuple(added))), declared, samples, tokens,
-                                  shards, bad, overflow_events))
+                                  shards, bad, overflow_events, sample_offset))
         if error is None:
             duplicate_tasks.extend(_duplicate_tasks(out.index, ordered, blocks))
+    if error is None:
+        error = plan_error(config, outputs)
+        if error is not None:        # nothing to write for a build that cannot publish
+            tasks, duplicate_tasks = [], []
     return BuildPlan(blocks, outputs, tasks, error, duplicate_tasks)
 
 

@@ -81,6 +81,12 @@ def number(value: int) -> Text:
     return Text(number_en(value), number_vi(value))
 
 
+def percent(fraction: float) -> Text:
+    """A share as each language writes it: 12.50% and 12,50%."""
+    en = f"{fraction:.2%}"
+    return Text(en, en.replace(".", ","))
+
+
 def plural_en(count: object, singular: str, plural: str) -> str:
     """English noun agreeing with `count`; Vietnamese nouns do not inflect."""
     return singular if count == 1 else plural

@@ -345,11 +345,13 @@ UNIT_OVERFLOW = Text(
 UNIT_OVERFLOW_SAMPLE = Text("Sample:", "Sample:")
 UNIT_OVERFLOW_TOKEN_COUNT = Text("token_count:", "token_count:")
 UNIT_OVERFLOW_MAX = Text("max_unit_size:", "max_unit_size:")
+# The spec's second line offers "prompts": this project's on_overflow has no prompt
+# (DESIGN.md §3), so the line names the policies it has.
 UNIT_OVERFLOW_FIXES = (
     Text("increase unit sizes", "tăng unit sizes"),
     Text(
-        "or run with an overflow policy that truncates, skips, or prompts",
-        "hoặc chạy với overflow policy để truncate, skip, hoặc prompt",
+        "or run with an overflow policy that truncates, skips, or extends",
+        "hoặc chạy với overflow policy để truncate, skip, hoặc extend",
     ),
 )
 # Not in the spec: a sample that ``extend`` cannot hold, since no unit may pass the maximum.
@@ -370,6 +372,77 @@ UNIT_OVERFLOW_POLICY = Text(
     "in the job file's run section, or .run(on_overflow=\"truncate\") in Python.",
     "Policy: --on-overflow truncate (hoặc skip, extend) trên dòng lệnh, on_overflow: truncate "
     "trong section run của job file, hoặc .run(on_overflow=\"truncate\") trong Python.",
+)
+
+# ---------------------------------------------------------------------------
+# BuildLimitError: the guard rails checked before publishing (DESIGN.md §8)
+# ---------------------------------------------------------------------------
+
+LIMIT_NO_SAMPLES = Text(
+    "Output received no sample; nothing was published.",
+    "Output không nhận được sample nào; không có gì được publish.",
+)
+LIMIT_SAMPLES_READ = Text("Samples read:", "Số sample đã đọc:")
+LIMIT_SAMPLES_READ_TEXT = Text("{samples} (non-blank lines of the output's input files)",
+                               "{samples} (các dòng không trống trong các file input của output)")
+LIMIT_BAD = Text("Bad records:", "Bad record:")
+LIMIT_BAD_SKIPPED = Text("{bad} (left out by on_bad_record skip)", "{bad} (bị bỏ qua bởi on_bad_record skip)")
+LIMIT_OVERFLOW = Text("Dropped as overflow:", "Bị loại do overflow:")
+LIMIT_OVERFLOW_SKIPPED = Text("{dropped} (left out by on_overflow skip)", "{dropped} (bị bỏ qua bởi on_overflow skip)")
+#: What to do, for each reason an output can be left without samples.
+LIMIT_NO_SAMPLES_FIXES = {
+    "no_lines": Text(
+        "check source.files: the output's input files hold no JSONL record (empty files, or a pattern that "
+        "matched the wrong files)",
+        "kiểm tra source.files: các file input của output không chứa record JSONL nào (file rỗng, hoặc pattern "
+        "khớp nhầm file)"),
+    "bad_records": Text(
+        "run with --on-bad-record abort to see the first bad record with its file and line, and fix the input "
+        "or source.fields",
+        "chạy với --on-bad-record abort để xem bad record đầu tiên cùng file và dòng của nó, rồi sửa input hoặc "
+        "source.fields"),
+    "overflow": Text(
+        "samples longer than the largest unit were dropped: raise units.sizes, or use --on-overflow truncate "
+        "or extend",
+        "các sample dài hơn unit lớn nhất đã bị loại: tăng units.sizes, hoặc dùng --on-overflow truncate "
+        "hoặc extend"),
+}
+
+LIMIT_BAD_RECORDS = Text(
+    "Bad records exceed max_bad_records; nothing was published.",
+    "Số bad record vượt quá max_bad_records; không có gì được publish.",
+)
+LIMIT_BAD_OF = Text("{bad} of {samples} samples read ({share})", "{bad} trên {samples} sample đã đọc ({share})")
+LIMIT_LABEL = Text("Limit:", "Giới hạn:")
+LIMIT_BAD_COUNT = Text("max_bad_records {limit} (at most {allowed} bad records)",
+                       "max_bad_records {limit} (tối đa {allowed} bad record)")
+LIMIT_BAD_FRACTION = Text("max_bad_records {limit} (at most {allowed} of {samples} samples)",
+                          "max_bad_records {limit} (tối đa {allowed} trên {samples} sample)")
+LIMIT_BAD_FIX = Text(
+    "run with --on-bad-record abort to see the first bad record with its file and line, fix the input, or "
+    "raise the limit: --max-bad-records on the command line, max_bad_records in the job file's run section, "
+    "or .run(max_bad_records=...) in Python.",
+    "chạy với --on-bad-record abort để xem bad record đầu tiên cùng file và dòng của nó, sửa input, hoặc "
+    "nâng giới hạn: --max-bad-records trên dòng lệnh, max_bad_records trong section run của job file, "
+    "hoặc .run(max_bad_records=...) trong Python.",
+)
+
+LIMIT_UNK = Text(
+    "UNK tokens exceed max_unk_fraction; nothing was published.",
+    "Số token UNK vượt quá max_unk_fraction; không có gì được publish.",
+)
+LIMIT_UNK_TOKENS = Text("UNK tokens:", "Token UNK:")
+LIMIT_UNK_OF = Text("{unk} of {tokens} written tokens ({share}), in {samples} samples",
+                    "{unk} trên {tokens} token đã ghi ({share}), trong {samples} sample")
+LIMIT_UNK_ALLOWED = Text("max_unk_fraction {limit} (at most {allowed} UNK tokens)",
+                         "max_unk_fraction {limit} (tối đa {allowed} token UNK)")
+LIMIT_UNK_FIX = Text(
+    "use a tokenizer whose vocabulary covers the text (a build without the limit, into another directory, "
+    "lists each UNK's characters in unk_index.jsonl), or raise the limit: --max-unk-fraction on the command "
+    "line, max_unk_fraction in the job file's run section, or .run(max_unk_fraction=...) in Python.",
+    "dùng tokenizer có vocabulary bao phủ văn bản (một lần build không có giới hạn, vào thư mục khác, sẽ liệt "
+    "kê ký tự của từng UNK trong unk_index.jsonl), hoặc nâng giới hạn: --max-unk-fraction trên dòng lệnh, "
+    "max_unk_fraction trong section run của job file, hoặc .run(max_unk_fraction=...) trong Python.",
 )
 
 # ---------------------------------------------------------------------------

@@ -244,6 +244,76 @@ class UnitOverflowError(MintDimError):
         return cls._make(english, vietnamese, facts)
 
 
+class BuildLimitError(MintDimError):
+    """An output failed a guard rail before anything was published (DESIGN.md §8).
+
+    The main form: the output received no sample (``samples`` non-blank lines read, of
+    which ``bad_records`` were left out by ``on_bad_record: skip`` and
+    ``overflow_skipped`` by ``on_overflow: skip``); a build always fails then.
+    ``too_many_bad_records``: more bad records than ``max_bad_records`` allows
+    (``limit``, a count or a fraction of ``samples``; ``allowed`` the most that pass).
+    ``too_much_unk``: more of the written ``tokens`` are UNK than ``max_unk_fraction``
+    (``limit``) allows (``allowed`` UNK tokens at most).
+    """
+
+    _main_kind = "no_samples"
+    _variant_kinds = ("too_many_bad_records", "too_much_unk")
+
+    def __init__(self, directory: str, samples: int, bad_records: int, overflow_skipped: int) -> None:
+        facts = fact_dict(directory=directory, samples=samples, bad_records=bad_records,
+                          overflow_skipped=overflow_skipped)
+        reasons = [reason for reason, count in (("bad_records", facts["bad_records"]),
+                                                ("overflow", facts["overflow_skipped"])) if count]
+        paragraphs = [
+            B.labeled(M.DIRECTORY, facts["directory"]),
+            B.labeled(M.LIMIT_SAMPLES_READ, *M.LIMIT_SAMPLES_READ_TEXT.format(samples=B.number(facts["samples"]))),
+        ]
+        if facts["bad_records"]:
+            paragraphs.append(B.labeled(M.LIMIT_BAD, *M.LIMIT_BAD_SKIPPED.format(bad=B.number(facts["bad_records"]))))
+        if facts["overflow_skipped"]:
+            paragraphs.append(B.labeled(M.LIMIT_OVERFLOW, *M.LIMIT_OVERFLOW_SKIPPED.format(
+                dropped=B.number(facts["overflow_skipped"]))))
+        paragraphs += [M.FIX, B.bullet_pairs(M.LIMIT_NO_SAMPLES_FIXES[r] for r in reasons or ["no_lines"])]
+        english, vietnamese = self._render(M.LIMIT_NO_SAMPLES, paragraphs)
+        super().__init__(english, vietnamese, facts)
+
+    @classmethod
+    def too_many_bad_records(cls, directory: str, samples: int, bad_records: int, limit: float,
+                             allowed: int) -> "BuildLimitError":
+        facts = fact_dict(kind="too_many_bad_records", directory=directory, samples=samples,
+                          bad_records=bad_records, limit=limit, allowed=allowed)
+        share = facts["bad_records"] / facts["samples"] if facts["samples"] else 1.0
+        counted = isinstance(facts["limit"], int)
+        bound = (M.LIMIT_BAD_COUNT if counted else M.LIMIT_BAD_FRACTION).format(
+            limit=facts["limit"], allowed=B.number(facts["allowed"]), samples=B.number(facts["samples"]))
+        english, vietnamese = cls._render(M.LIMIT_BAD_RECORDS, [
+            B.labeled(M.DIRECTORY, facts["directory"]),
+            B.labeled(M.LIMIT_BAD, *M.LIMIT_BAD_OF.format(bad=B.number(facts["bad_records"]),
+                                                         samples=B.number(facts["samples"]),
+                                                         share=B.percent(share))),
+            B.labeled(M.LIMIT_LABEL, *bound),
+            B.labeled(M.FIX, *M.LIMIT_BAD_FIX),
+        ])
+        return cls._make(english, vietnamese, facts)
+
+    @classmethod
+    def too_much_unk(cls, directory: str, tokens: int, unk_tokens: int, samples_with_unk: int, limit: float,
+                     allowed: int) -> "BuildLimitError":
+        facts = fact_dict(kind="too_much_unk", directory=directory, tokens=tokens, unk_tokens=unk_tokens,
+                          samples_with_unk=samples_with_unk, limit=limit, allowed=allowed)
+        share = facts["unk_tokens"] / facts["tokens"] if facts["tokens"] else 1.0
+        english, vietnamese = cls._render(M.LIMIT_UNK, [
+            B.labeled(M.DIRECTORY, facts["directory"]),
+            B.labeled(M.LIMIT_UNK_TOKENS, *M.LIMIT_UNK_OF.format(
+                unk=B.number(facts["unk_tokens"]), tokens=B.number(facts["tokens"]), share=B.percent(share),
+                samples=B.number(facts["samples_with_unk"]))),
+            B.labeled(M.LIMIT_LABEL, *M.LIMIT_UNK_ALLOWED.format(limit=facts["limit"],
+                                                                allowed=B.number(facts["allowed"]))),
+            B.labeled(M.FIX, *M.LIMIT_UNK_FIX),
+        ])
+        return cls._make(english, vietnamese, facts)
+
+
 # ---------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------

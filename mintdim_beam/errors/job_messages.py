@@ -105,6 +105,29 @@ BLOCK_SIZE_RULE = Text(
     "block_size is the byte size of the input blocks read by one worker",
     "block_size là số byte của mỗi khối đầu vào một worker đọc",
 )
+#: The guard rails of ``core.config.Limits`` (run.max_bad_records, run.max_unk_fraction).
+MAX_BAD_RECORDS_VALUE = Text(
+    "max_bad_records must be a count (an integer of at least 0) or a fraction of the samples read "
+    "(a number from 0 to 1, such as 0.01), got {value!r}",
+    "max_bad_records phải là một số đếm (số nguyên không nhỏ hơn 0) hoặc một tỉ lệ trên số sample đã đọc "
+    "(một số từ 0 đến 1, ví dụ 0.01), hiện tại là {value!r}",
+)
+MAX_BAD_RECORDS_RULE = Text(
+    "run.max_bad_records: N fails the build above N bad records, a fraction F (0 to 1) above F of the "
+    "output's samples; default: no limit",
+    "run.max_bad_records: N làm build thất bại khi có quá N bad record, một tỉ lệ F (0 đến 1) khi vượt quá F "
+    "số sample của output; mặc định: không giới hạn",
+)
+MAX_UNK_FRACTION_VALUE = Text(
+    "max_unk_fraction must be a number from 0 to 1 (UNK tokens / written tokens), got {value!r}",
+    "max_unk_fraction phải là một số từ 0 đến 1 (số token UNK / số token đã ghi), hiện tại là {value!r}",
+)
+MAX_UNK_FRACTION_RULE = Text(
+    "run.max_unk_fraction: F fails the build when more than F of an output's written tokens are UNK; "
+    "default: no limit",
+    "run.max_unk_fraction: F làm build thất bại khi hơn F số token đã ghi của một output là UNK; "
+    "mặc định: không giới hạn",
+)
 RUN_FLAG_NOT_BOOL = Text(
     "run.{name} must be true or false (a YAML boolean, without quotes), got {value!r}",
     "run.{name} phải là true hoặc false (boolean YAML, không có dấu nháy), hiện tại là {value!r}",
@@ -113,6 +136,16 @@ RUN_FLAG_NOT_BOOL = Text(
 NEEDS_VERSIONED = Text(
     "{option} needs versioned output roots (--versioned or run.versioned: true)",
     "{option} cần output root có phiên bản (--versioned hoặc run.versioned: true)",
+)
+KEEP_VALUE = Text(
+    "keep must be a whole number of builds, at least 1, got {value!r}",
+    "keep phải là một số nguyên các bản build, ít nhất là 1, hiện tại là {value!r}",
+)
+KEEP_RULE = Text(
+    "run.keep (--keep N): after a versioned build publishes, each root keeps its N newest complete builds "
+    "and the one LATEST names, and removes its older complete builds; default: keep every build",
+    "run.keep (--keep N): sau khi một bản build có phiên bản publish, mỗi root giữ N bản build hoàn chỉnh mới "
+    "nhất và bản mà LATEST ghi, rồi xoá các bản build hoàn chỉnh cũ hơn; mặc định: giữ mọi bản build",
 )
 BUILD_ID_NOT_PLAIN = Text(
     "build id {build_id!r} is not a plain name",

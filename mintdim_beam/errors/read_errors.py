@@ -95,6 +95,7 @@ class DatasetAccessError(_ReadingError):
     """A consumer command (``verify``, ``inspect``, ``plan``, ``report``, ``export``)
     cannot do what it was asked: ``no_directory`` (no dataset at the ``paths``), a
     sample id with no record (``bad_record_sample``, ``dropped_sample``, ``no_sample``),
-    an option it cannot use (``shard_needs_record``, ``sizes_not_integers``, ...), or
+    an option it cannot use (``shard_needs_record``, ``sizes_not_integers``, ...), an
+    output that exists already (``target_exists``, without ``--overwrite``), or
     ``command_failed`` with the system's own words as ``why`` (a file that cannot be
     written, ...). ``command`` names the command."""

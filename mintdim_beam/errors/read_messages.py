@@ -44,6 +44,15 @@ READ_PROBLEMS = {
         "dataset; rebuild it into an empty directory",
         "có UNIT_BUILD_FAILED.md cạnh manifest.json: một build đã thất bại trong thư mục này, nên đây không phải "
         "dataset hoàn chỉnh; hãy build lại vào một thư mục rỗng"),
+    # a versioned root (ROOT/LATEST naming ROOT/<build-id>/)
+    "latest_not_id": Text(
+        "holds {got!r}, not a build id: a versioned root's LATEST names the folder of its latest build",
+        "chứa {got!r}, không phải build id: LATEST của một versioned root ghi tên thư mục của bản build mới nhất"),
+    "latest_unpublished": Text(
+        "names build {build_id}, which is not a published dataset (no {build_id}/manifest.json: removed, or "
+        "its build failed)",
+        "ghi build {build_id}, nhưng đây không phải dataset đã publish (không có {build_id}/manifest.json: đã bị "
+        "xoá, hoặc build của nó đã thất bại)"),
     "not_objects": Text("manifest.json and length_field.json must hold JSON objects",
                         "manifest.json và length_field.json phải chứa JSON object"),
     "token_dtype": Text("token_dtype must be uint16 or uint32, got {got}",
@@ -201,8 +210,31 @@ READ_PROBLEMS = {
         "các shard của unit {unit} chứa sample {sample_id}, nằm ngoài các sample mà sample_index.jsonl liệt kê"),
     "export_dtype": Text("sample {sample_id} holds token id {id}, which does not fit {dtype}",
                          "sample {sample_id} chứa token id {id}, không vừa kiểu {dtype}"),
-    "target_exists": Text("{file} already exists; remove it or pass --overwrite",
-                          "{file} đã tồn tại; hãy xoá nó hoặc dùng --overwrite"),
+    # the end-of-document token of a Megatron export (--append-eod)
+    "eod_no_tokenizer": Text(
+        "mintdim-beam {command}: --append-eod takes its token from the tokenizer, and {tokenizer} cannot be "
+        "loaded ({why}); give the tokenizer file with --tokenizer PATH",
+        "mintdim-beam {command}: --append-eod lấy token từ tokenizer, nhưng không nạp được {tokenizer} ({why}); "
+        "hãy chỉ ra file tokenizer bằng --tokenizer PATH"),
+    "eod_tokenizer_differs": Text(
+        "mintdim-beam {command}: tokenizer {tokenizer} has {key} {got}, manifest.json says {want}: it is not "
+        "the tokenizer the dataset was built with",
+        "mintdim-beam {command}: tokenizer {tokenizer} có {key} là {got}, nhưng manifest.json ghi {want}: đây "
+        "không phải tokenizer đã dùng để build dataset"),
+    "eod_no_eos": Text(
+        "mintdim-beam {command}: tokenizer {tokenizer} names no end-of-sequence token; give the end token's "
+        "exact text with --eod-token NAME (such as </s> or <|endoftext|>)",
+        "mintdim-beam {command}: tokenizer {tokenizer} không có token kết thúc chuỗi (end-of-sequence); hãy cho "
+        "nội dung chính xác của token kết thúc bằng --eod-token NAME (ví dụ </s> hoặc <|endoftext|>)"),
+    "eod_unknown_token": Text(
+        "mintdim-beam {command}: {token!r} is not one token of {tokenizer}; --eod-token takes a token's exact "
+        "text (such as </s> or <|endoftext|>)",
+        "mintdim-beam {command}: {token!r} không phải là một token của {tokenizer}; --eod-token nhận nội dung "
+        "chính xác của một token (ví dụ </s> hoặc <|endoftext|>)"),
+    "target_exists": Text("mintdim-beam {command}: {file} already exists; remove it or pass --overwrite "
+                          "(overwrite=True in Python)",
+                          "mintdim-beam {command}: {file} đã tồn tại; hãy xoá nó hoặc dùng --overwrite "
+                          "(overwrite=True trong Python)"),
     # the HTML report
     "no_matplotlib": Text(
         "the HTML report draws its charts with matplotlib: pip install 'mintdim-beam[report]' (or pip install "

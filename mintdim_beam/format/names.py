@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from typing import Optional
 
 MANIFEST = "manifest.json"
 BUILD_INFO = "build_info.json"          # the one file that may differ between two builds
@@ -48,6 +49,8 @@ FAILED_MARKER = "UNIT_BUILD_FAILED.md"  # in every declared unit of an output th
 EMPTY_MARKER = "EMPTY_UNIT.md"          # in a declared unit that received no sample
 ERROR_RECORD = "error.json"             # the failure's structured error, beside the markers
 LATEST = "LATEST"                       # in a versioned root: the id of the latest published build
+#: A build id: one plain path component naming ``ROOT/<build-id>/`` (never ``LATEST``).
+BUILD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 STAGING = ".mintdim-staging"            # the build's staging area inside the output directory
 CLAIM = ".mintdim-claim.json"           # which build owns the output directory
 ROOT_CLAIM = ".mintdim-root-claim.json"  # which build is publishing into a versioned root
@@ -56,6 +59,18 @@ ROOT_CLAIM = ".mintdim-root-claim.json"  # which build is publishing into a vers
 SHARD_PATH = re.compile(r"^unit_(\d+)/shard_(\d+)\.bin$")
 #: A shard's file name inside its unit folder.
 SHARD_NAME = re.compile(r"^shard_(\d{6})\.bin$")
+
+
+def latest_build_id(data: bytes) -> Optional[str]:
+    """The build id a ``LATEST`` file's bytes name (its text, stripped), or None for an
+    empty one. Whether it is a plain build id is the caller's check (``BUILD_ID``)."""
+    build_id = data.decode("utf-8", "replace").strip()
+    return build_id or None
+
+
+def is_build_id(name: str) -> bool:
+    """``name`` can name a build folder of a versioned root (``BUILD_ID``, not ``LATEST``)."""
+    return bool(BUILD_ID.fullmatch(name)) and name != LATEST
 
 
 def unit_dir(unit: int) -> str:

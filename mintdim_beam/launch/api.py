@@ -17,7 +17,7 @@ import os
 from mintdim_beam import errors
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text
-from mintdim_beam.core.config import JOB_SECTIONS, JobSpec, Policies, check_job_sections, resolve
+from mintdim_beam.core.config import JOB_SECTIONS, JobSpec, Limits, Policies, check_job_sections, resolve
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE
 
 DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo")
@@ -97,16 +97,19 @@ class UnitBuildJob:
         return copy.copy(self._spec)
 
     def config(self, on_overflow=None, on_template_unk=None, on_bad_record=None,
-               block_size=None, accelerators=None, index_layout=None):
+               block_size=None, accelerators=None, index_layout=None, max_bad_records=None,
+               max_unk_fraction=None):
         """Validate the declaration and return the resolved ``BuildConfig``. A setting
-        left None takes its default (``config.Policies``, ``config.DEFAULT_*``)."""
+        left None takes its default (``config.Policies``, ``config.Limits``,
+        ``config.DEFAULT_*``)."""
         policies = Policies(on_overflow=on_overflow, on_template_unk=on_template_unk,
                             on_bad_record=on_bad_record)
-        return resolve(self._spec, policies, block_size, accelerators, index_layout)
+        return resolve(self._spec, policies, block_size, accelerators, index_layout,
+                       Limits(max_bad_records, max_unk_fraction))
 
     def run(self, on_overflow=None, on_template_unk=None, on_bad_record=None,
             runner=None, options=None, block_size=None, echo=print, accelerators=None,
-            index_layout=None, quiet=False):
+            index_layout=None, quiet=False, max_bad_records=None, max_unk_fraction=None):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
         ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``
@@ -114,11 +117,15 @@ class UnitBuildJob:
         same output, more CPU). ``index_layout="parts"`` publishes each per-block index as
         its blocks' parts (``sample_index/part-NNNNN.jsonl``, ...) instead of one file:
         nothing to concatenate at finalize; readers take either. ``quiet=True``: no
-        progress display on stderr (``echo`` still gets the result lines). Raises the
-        spec's error class when validation fails or a policy aborts the build. Returns a
-        ``BuildResult``.
+        progress display on stderr (``echo`` still gets the result lines).
+        ``max_bad_records`` (a count, or a fraction of the samples read such as 0.01)
+        and ``max_unk_fraction`` (UNK tokens / written tokens) fail the build before it
+        publishes (``BuildLimitError``), as does an output that receives no sample.
+        Raises the spec's error class when validation fails or a policy aborts the
+        build. Returns a ``BuildResult``.
         """
-        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout)
+        config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout,
+                             max_bad_records, max_unk_fraction)
         from mintdim_beam.launch.launcher import launch  # Beam is imported only when a build runs
 
         return launch(config, runner=runner, options=options, echo=echo, quiet=quiet)

@@ -45,9 +45,10 @@ from mintdim_beam.beam import claims, layout
 from mintdim_beam.launch import patterns
 from mintdim_beam.launch import preflight
 from mintdim_beam.beam import publish
+from mintdim_beam.beam import retention
 from mintdim_beam.storage import files as storage
 from mintdim_beam.storage import access as storage_access
-from mintdim_beam.core.config import BuildConfig, check_build_id
+from mintdim_beam.core.config import BuildConfig, check_build_id, check_keep
 from mintdim_beam.beam.cores import usable_cores
 from mintdim_beam.core.digests import InputDigests, fingerprint_paths
 from mintdim_beam.beam.options import BuildOptions, dask_sharers, encode_sharers, explicit_threads
@@ -303,6 +304,9 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         "encode_sharers": sharers,
         "block_size": config.block_size,
         "build_batch": [f.build_batch for f in config.files],
+        # The guard rails the published outputs passed (None: no limit); never in the manifest,
+        # since they change no byte of an output.
+        "limits": dataclasses.asdict(config.limits),
         "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
         "versions": _versions(),
     }
@@ -588,6 +592,7 @@ class VersionedResult:
     roots: tuple
     result: Optional[BuildResult] = None
     fingerprints: dict = field(default_factory=dict)   # root -> fingerprint id (when checked)
+    pruned: dict = field(default_factory=dict)         # root -> build ids removed by ``keep``
 
 
 def new_build_id(now: Optional[float] = None) -> str:
@@ -610,15 +615,18 @@ def _check_versioned_root(root: str) -> None:
 
 def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
                      build_id: Optional[str] = None, ask=None, interactive=None,
-                     echo=print, quiet: bool = False) -> VersionedResult:
+                     echo=print, quiet: bool = False, keep: Optional[int] = None) -> VersionedResult:
     """Treat every output directory as a versioned root: build into ``ROOT/<build-id>/``.
 
     After every output is published, each ``ROOT/LATEST`` is replaced (atomically) by
     the new id. With ``skip_unchanged`` the launcher hashes the inputs first and skips
-    the build when every root's latest build has the same fingerprint.
+    the build when every root's latest build has the same fingerprint. ``keep``: then
+    each root keeps its ``keep`` newest complete builds (and the one ``LATEST``
+    names) and the older complete ones are removed (``retention.prune``).
     """
     if build_id is not None:
         check_build_id(build_id)
+    check_keep(keep)
     opts = make_options(options)
     clients.configure(opts)
     preflight.check_schemes(config)
@@ -654,8 +662,14 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
         for root in roots:
             claims.check_root_owned(root, run_id)
         publish.write_latest_all(roots, build_id)
+        pruned = {root: retention.prune(root, keep) for root in roots} if keep is not None else {}
     finally:
         for root in claimed:
             claims.release_root(root, run_id)
     echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")
-    return VersionedResult(build_id, False, roots, result, current)
+    for root, done in pruned.items():
+        if done.removed:
+            echo(f"[unit-build] kept the {keep} newest builds in {root}; removed {', '.join(done.removed)}")
+        for name, why in done.failed:
+            echo(f"[unit-build:warning] could not remove the older build {storage.join(root, name)}: {why}")
+    return VersionedResult(build_id, False, roots, result, current, {r: d.removed for r, d in pruned.items()})

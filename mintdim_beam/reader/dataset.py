@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import re
 from collections import OrderedDict
@@ -41,7 +42,7 @@ from mintdim_beam.errors import read_messages as R
 
 # Storage, index paths and metadata live in `output_files`; their names stay importable
 # from here, where callers have always found them.
-from mintdim_beam.reader.output_files import Metadata, file_pieces, index_paths, index_pieces, read_files, read_json, read_metadata, stray_index_files
+from mintdim_beam.reader.output_files import Metadata, dataset_path, file_pieces, index_paths, index_pieces, read_files, read_json, read_metadata, stray_index_files
 from mintdim_beam.storage.files import is_local, join, list_dir, read_bytes
 from mintdim_beam.storage.files import size as file_size
 from mintdim_beam.errors.read_errors import ReaderError
@@ -52,6 +53,7 @@ from mintdim_beam.reader.sample_index import SampleIndex, as_int, parse_sample_i
 from mintdim_beam.reader.training import CausalLMDataset
 
 
+_log = logging.getLogger(__name__)
 _REMOTE_SHARDS_CACHED = 4
 _SHARD_FILE = re.compile(r"shard_\d{6}\.bin")
 _CHECK_SLOTS = 1 << 22         # slots checked at once when reading in bulk (8-16 MiB)
@@ -148,16 +150,23 @@ class OutputReader:
     :class:`ReaderError` naming the shard, the record and the sample. The reader
     pickles without its memory maps, which each process opens on first use, so it can
     be handed to ``DataLoader`` worker processes.
+
+    ``path`` may be a versioned root: the reader then reads the build its ``LATEST``
+    names when it opens (``path`` is that build's directory, ``root`` the root and
+    ``build_id`` the build; both None for a dataset directory given as such).
     """
 
     def __init__(self, path: str, mmap: bool = True, index: Optional[SampleIndex] = None,
                  checksums: bool = False, options=None):
-        self.path = path
         if not is_local(path):   # a wrong endpoint or key: said in seconds, not after retries
             from mintdim_beam.storage.access import check_dataset
 
             check_dataset(path, options)
-        self.meta = read_metadata(path)
+        self.path, self.build_id = dataset_path(path)
+        self.root = path if self.build_id is not None else None
+        if self.build_id is not None:
+            _log.info("reading %s (LATEST of %s)", self.path, path)
+        self.meta = read_metadata(self.path)
         self._mmap = mmap and is_local(path)
         self._sums = _read_sums(self.meta) if checksums else None
         self._verified: set = set()     # shards whose sha256 was found as SHA256SUMS says
@@ -574,7 +583,8 @@ class OutputReader:
 
 
 def open_output(path: str, mmap: bool = True, checksums: bool = False, options=None) -> OutputReader:
-    """Open an output directory (local or any Beam filesystem path).
+    """Open an output directory (local or any Beam filesystem path), or the build that a
+    versioned root's ``LATEST`` names (then ``reader.build_id`` says which).
 
     ``checksums=True`` also compares each shard, in full, with the sha256 that
     ``SHA256SUMS`` records before handing out any of its records (one extra read of

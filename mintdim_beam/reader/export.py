@@ -7,7 +7,9 @@ let it leave that reader:
   sample's payload tokens back to back, without padding, in ascending sample_id;
   ``PREFIX.idx`` is the ``MMIDIDX`` index that Megatron's ``IndexedDataset`` memory-maps
   (layout in :func:`megatron_index_header`). Each sample is one sequence and its own
-  document, so ``IndexedDataset(PREFIX)[i]`` is the i-th written sample's tokens.
+  document, so ``IndexedDataset(PREFIX)[i]`` is the i-th written sample's tokens; with
+  ``append_eod`` followed by the end-of-document token (:func:`end_of_document_id`), as
+  Megatron's ``preprocess_data.py --append-eod`` writes it.
 * **Parquet** (:func:`export_parquet`): one row per sample (``sample_id``, ``unit_size``,
   ``input_ids``, ``segment_lengths``, ``source_file``, ``source_line``, ``hash``), which
   pyarrow, pandas, DuckDB and Hugging Face ``datasets`` open directly.
@@ -21,7 +23,8 @@ dataset of any size exports in the memory of one chunk plus the reader's index. 
 export adds what the conversion itself relies on: every sample the index lists is in
 the shards, and every id fits the target type. A failure raises
 :class:`~mintdim_beam.reader.dataset.ReaderError` and leaves nothing under the output names:
-files are written under temporary names and renamed only once all are complete.
+files are written under temporary names and renamed only once all are complete. An
+output name that exists already is refused (``DatasetAccessError``) unless ``overwrite``.
 
 Like the reader, this module needs numpy (and pyarrow for Parquet) only; a remote
 source or destination (``gs://``, ``s3://``) goes through Beam's ``FileSystems``,
@@ -36,11 +39,11 @@ import struct
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
-from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError
 from mintdim_beam.reader.dataset import OutputReader
 from mintdim_beam.storage.files import is_local
 
@@ -201,7 +204,7 @@ class _Staged:
         self.tag = uuid.uuid4().hex[:12]
         for target in self.targets:
             if not overwrite and _exists(target):
-                raise ReaderError("target_exists", file=target)
+                raise DatasetAccessError("target_exists", command="export", file=target)
         self.local = {}
         for target in self.targets:
             if is_local(target):
@@ -318,22 +321,68 @@ def megatron_paths(prefix: str) -> tuple[str, str]:
     return prefix + ".bin", prefix + ".idx"
 
 
+def end_of_document_id(reader: OutputReader, token: Optional[str] = None, tokenizer: Optional[str] = None) -> int:
+    """The id a Megatron export appends to each document: the tokenizer's end-of-sequence
+    token, or the token whose content is ``token`` (``--eod-token``: ``</s>``,
+    ``<|endoftext|>``, ``[SEP]``, ...).
+
+    The tokenizer is the one ``manifest.json`` names (``tokenizer``: another path to
+    the same file, e.g. where a moved dataset's tokenizer now is); it must be the one
+    the dataset was built with, as far as the manifest records it (vocabulary size,
+    unknown and pad ids), since a token's id belongs to its vocabulary."""
+    from mintdim_beam.storage.files import exists, read_bytes
+    from mintdim_beam.tokenization.adapters import open_tokenizer
+
+    info = reader.manifest.get("tokenizer") or {}
+    path = tokenizer or info.get("path")
+    try:
+        tok = open_tokenizer(info.get("type"), path, read_bytes, exists=exists)
+    except Exception as exc:   # missing, unreadable, or not a tokenizer: the loader's own words
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetAccessError("eod_no_tokenizer", command="export", tokenizer=path, why=why) from None
+    for key in ("vocab_size", "unk_id", "pad_id"):
+        if info.get(key) != getattr(tok, key):
+            raise DatasetAccessError("eod_tokenizer_differs", command="export", tokenizer=path, key=key,
+                                     got=getattr(tok, key), want=info.get(key))
+    found = tok.eos_id if token is None else tok.token_id(token)
+    if found is None:
+        kind = "eod_no_eos" if token is None else "eod_unknown_token"
+        raise DatasetAccessError(kind, command="export", tokenizer=path, token=token)
+    return found
+
+
+def _with_end_tokens(chunk: Chunk, eod: int) -> tuple[np.ndarray, np.ndarray]:
+    """The chunk's tokens with ``eod`` after each sample that has any, and the lengths
+    of the documents so made: Megatron's ``--append-eod`` leaves an empty document
+    empty."""
+    counts = chunk.token_counts.astype(np.int64)
+    ends = np.cumsum(counts)[counts > 0]
+    return np.insert(chunk.ids, ends, eod), counts + (counts > 0)
+
+
 def export_megatron(source: str | OutputReader, prefix: str, overwrite: bool = False,
-                    chunk_rows: int = 1 << 20, chunk_tokens: int = _CHUNK_TOKENS) -> ExportSummary:
+                    chunk_rows: int = 1 << 20, chunk_tokens: int = _CHUNK_TOKENS, append_eod: bool = False,
+                    eod_token: Optional[str] = None, tokenizer: Optional[str] = None) -> ExportSummary:
     """Write ``PREFIX.bin`` and ``PREFIX.idx`` (Megatron-LM's indexed dataset) from a dataset.
 
     One sequence per written sample, its payload without padding, in ascending
-    sample_id; each sample is its own document. Samples are read, checked and written
-    ``chunk_rows`` samples or ``chunk_tokens`` tokens at a time (:func:`iter_chunks`);
-    the output does not depend on either. The ``.idx`` grows with the chunks too:
-    lengths go straight after its header, byte pointers to a side file appended at the
-    end, so no array of every sequence is held.
+    sample_id; each sample is its own document. ``append_eod``: each document that has
+    tokens ends with the end-of-document token (:func:`end_of_document_id`, from
+    ``eod_token`` and ``tokenizer`` when given), which counts in its length, as
+    Megatron's ``preprocess_data.py --append-eod`` writes it. Samples are read, checked
+    and written ``chunk_rows`` samples or ``chunk_tokens`` tokens at a time
+    (:func:`iter_chunks`); the output does not depend on either. The ``.idx`` grows
+    with the chunks too: lengths go straight after its header, byte pointers to a side
+    file appended at the end, so no array of every sequence is held.
     """
     if chunk_rows <= 0 or chunk_tokens <= 0:
         raise ValueError("chunk_rows and chunk_tokens must be positive")
+    if (eod_token is not None or tokenizer is not None) and not append_eod:
+        raise ValueError("eod_token and tokenizer choose the end-of-document token of append_eod=True")
     reader = _open(source)
     bin_path, idx_path = megatron_paths(prefix)
     dtype = token_dtype(reader)
+    eod = end_of_document_id(reader, eod_token, tokenizer) if append_eod else None
 
     def write(staged: _Staged) -> ExportSummary:
         done = tokens = 0
@@ -344,12 +393,13 @@ def export_megatron(source: str | OutputReader, prefix: str, overwrite: bool = F
                 idx.write(megatron_index_header(dtype, 0, 1))          # counts patched below
                 for chunk in iter_chunks(reader, max_rows=chunk_rows, max_tokens=chunk_tokens):
                     _check_fits(reader, chunk, dtype)
-                    out.write(chunk.ids.astype(dtype.newbyteorder("<"), copy=False).tobytes())
-                    idx.write(chunk.token_counts.astype("<i4").tobytes())
-                    ends = np.cumsum(chunk.token_counts.astype(np.int64) * dtype.itemsize) + tokens * dtype.itemsize
-                    pointers.write((ends - chunk.token_counts * dtype.itemsize).astype("<i8").tobytes())
+                    ids, lengths = (chunk.ids, chunk.token_counts) if eod is None else _with_end_tokens(chunk, eod)
+                    out.write(ids.astype(dtype.newbyteorder("<"), copy=False).tobytes())
+                    idx.write(lengths.astype("<i4").tobytes())
+                    ends = np.cumsum(lengths.astype(np.int64) * dtype.itemsize) + tokens * dtype.itemsize
+                    pointers.write((ends - lengths * dtype.itemsize).astype("<i8").tobytes())
                     done += len(chunk.sample_ids)
-                    tokens += int(chunk.ids.size)
+                    tokens += int(ids.size)
                 pointers.seek(0)
                 for piece in iter(lambda: pointers.read(8 << 20), b""):
                     idx.write(piece)

@@ -1,5 +1,8 @@
 """Where a published output's files are, how to read their bytes, and what its metadata says.
 
+A reader may be given a versioned root (``ROOT/LATEST`` naming ``ROOT/<build-id>/``)
+where a dataset is expected: :func:`dataset_path` finds the build ``LATEST`` names.
+
 Separate from :mod:`mintdim_beam.reader.dataset` because ``verify``, ``report``, ``inspect``,
 ``plan`` and the unit planner need these and not the sample reader: bytes through the
 storage layer (:mod:`mintdim_beam.storage.files`, the build's own, which loads Beam
@@ -67,6 +70,31 @@ def _jsonl_rows(data: bytes, first_line: int) -> Iterator[tuple[int, object]]:
             yield n, json.loads(line)
         except ValueError:
             yield n, None
+
+
+def dataset_path(path: str) -> tuple[str, Optional[str]]:
+    """``(the dataset directory to read, the build id)`` for ``path``: the directory
+    itself (build id None) when it holds ``manifest.json`` or no ``LATEST``; for a
+    versioned root, the build its ``LATEST`` names, which must be a published dataset.
+
+    ``LATEST`` is read once, so a reader stays on the build it found even when a
+    newer build moves ``LATEST`` meanwhile.
+    """
+    if exists(join(path, MANIFEST)):
+        return path, None
+    latest = join(path, names.LATEST)
+    try:
+        data = read_bytes(latest)
+    except FileNotFoundError:
+        return path, None
+    except OSError as exc:     # a directory where LATEST should be, ...
+        raise unreadable(path, latest, exc) from None
+    build_id = names.latest_build_id(data)
+    if build_id is None or not names.is_build_id(build_id):
+        raise ReaderError("latest_not_id", path, file=names.LATEST, got=build_id or "")
+    if not exists(join(path, build_id, MANIFEST)):
+        raise ReaderError("latest_unpublished", path, file=names.LATEST, build_id=build_id)
+    return join(path, build_id), build_id
 
 
 # --------------------------------------------------------------------------- index files

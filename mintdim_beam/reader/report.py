@@ -74,6 +74,7 @@ def gather(path: str) -> ReportData:
     :class:`~mintdim_beam.reader.dataset.ReaderError`, which names the file, shard and record.
     """
     reader = rd.OutputReader(path)
+    path = reader.path            # the build a versioned root's LATEST names
     index = reader.index
     stats = reader.json("stats.json")
     for unit in reader.unit_sizes:

@@ -197,7 +197,8 @@ def _fill_row(prev, cur, arg, C, S, V, lo, hi, opt_lo, opt_hi) -> None:
 def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     """Token lengths of a built dataset, before its overflow policy changed them.
 
-    ``path`` is an output directory or its ``sample_index.jsonl``. ``token_count`` there
+    ``path`` is an output directory (or a versioned root: the build its ``LATEST``
+    names) or its ``sample_index.jsonl``. ``token_count`` there
     is what was written, so a truncated sample is counted with its original length from
     ``overflow_index.jsonl``, and a skipped one (no sample row) is added from it.
     Returns the histogram and a note of what was read.
@@ -208,6 +209,7 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
         base = os.path.dirname(path) if files.is_local(path) else path.rsplit("/", 1)[0]
         data = files.read_bytes(index_path)
     else:     # one file, or its parts (index_layout: parts)
+        path, _ = output_files.dataset_path(path)
         base, index_path = path, files.join(path, names.SAMPLE_INDEX)
         data = output_files.read_index(path, names.SAMPLE_INDEX)
     index = sample_index.parse_sample_index(data)

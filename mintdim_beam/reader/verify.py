@@ -65,7 +65,15 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
     """Check the output directory at ``path``; ``tokenizer`` (a file path, or
     ``"manifest"`` for the one the manifest names) enables the re-tokenization of
     ``sample_rows`` rows (0 = all). ``checksums`` compares every data file with the
-    sha256 that ``SHA256SUMS`` records (and that file with the manifest)."""
+    sha256 that ``SHA256SUMS`` records (and that file with the manifest). A versioned
+    root is checked as the build its ``LATEST`` names (the report's ``path``), and a
+    ``LATEST`` that names no published build is its problem."""
+    try:
+        path, _ = output_files.dataset_path(path)
+    except read_errors.ReaderError as exc:
+        chk = Checker(path)
+        chk.problem(names.LATEST, exc.reason.replace(f"{path}: {names.LATEST}: ", ""))
+        return chk.report
     chk = Checker(path)
     try:
         meta = output_files.read_metadata(path)

@@ -137,6 +137,13 @@ class Tokenizer:
         special/added token's exact content), or None."""
         return self.special.find(name)
 
+    @property
+    def eos_id(self) -> Optional[int]:
+        """The end-of-sequence token's id, when the tokenizer names one (a Megatron
+        export's end-of-document token); the build never adds it."""
+        found = self.special.find("eos")
+        return None if found is None else int(found.id)
+
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
@@ -167,6 +174,11 @@ class Tokenizer:
         return CharColumn.of(self.unk_substrings_at(texts, positions))
 
     def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def token_id(self, content: str) -> Optional[int]:
+        """The id of the one token whose text is exactly ``content`` (a special, added
+        or ordinary token), or None when there is none."""
         raise NotImplementedError
 
     def describe(self) -> dict:
@@ -326,6 +338,10 @@ class SentencePieceTokenizer(Tokenizer):
     def decode(self, ids):
         return self._sp.decode([int(i) for i in ids])
 
+    def token_id(self, content):
+        found = int(self._sp.piece_to_id(content))    # the unknown token's id for any other text
+        return found if 0 <= found < self.vocab_size and self._sp.id_to_piece(found) == content else None
+
 
 def _numpy_batches(sp) -> bool:
     """Whether this sentencepiece release encodes batches to numpy arrays, with a
@@ -481,6 +497,10 @@ class HuggingFaceTokenizer(Tokenizer):
         content, where = named
         found = tok.token_to_id(content)
         return None if found is None else SpecialToken(int(found), content, where)
+
+    def token_id(self, content):
+        found = self._tok.token_to_id(content)
+        return None if found is None else int(found)
 
 
 def _load_sentencepiece(data: bytes, with_facts: bool = False):

@@ -851,25 +851,23 @@ def test_repeated_samples_match_the_reference(tmp_path, tok, monkeypatch):
 def test_empty_units_and_empty_output(tmp_path, tok):
     f1 = write_jsonl(tmp_path / "a.jsonl", [{"text": EN[0]}, {"text": EN[1]}])
     f2 = write_jsonl(tmp_path / "b.jsonl", ["", "  "])
-    result = build_and_compare(
-        tmp_path, files=[f1, f2], fields=[["text"]], templates=["{text}"], tokenizer_kind=SP,
-        tokenizer_files=[tok("sp_unigram.model")], sizes=[[1, 2, 64, 128]],
-        samples_per_shard=[8], output_dirs=["full", "empty"])
-    full, empty = (tmp_path / "full"), (tmp_path / "empty")
+    job = dict(fields=[["text"]], templates=["{text}"], tokenizer_kind=SP,
+               tokenizer_files=[tok("sp_unigram.model")], sizes=[[1, 2, 64, 128]], samples_per_shard=[8])
+    result = build_and_compare(tmp_path, files=[f1], output_dirs=["full"], **job)
+    full = tmp_path / "full"
     for unit in (1, 2, 128):
         assert (full / f"unit_{unit}" / "EMPTY_UNIT.md").exists()
         assert not list((full / f"unit_{unit}").glob("shard_*"))
     assert (full / "unit_64" / "shard_000000.bin").exists()
     assert not (full / "unit_64" / "EMPTY_UNIT.md").exists()
-    for unit in (1, 2, 64, 128):
-        assert (empty / f"unit_{unit}" / "EMPTY_UNIT.md").exists()
-    e = OutputDir(empty)
-    assert e.samples == [] and e.stats["total_samples"] == 0 and e.stats["padding_ratio"] == 0.0
-    for name in ("duplicate_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl",
-                 "bad_record_index.jsonl"):
-        assert (empty / name).read_bytes() == b""
     assert OutputDir(full).histogram == {"1": 0, "2": 0, "64": 2, "128": 0}
-    assert {o.stats["total_samples"] for o in result.outputs} == {0, 2}
+    assert [o.stats["total_samples"] for o in result.outputs] == [2]
+    # DESIGN.md section 8: an output that receives no sample fails the whole build.
+    with pytest.raises(errors.BuildLimitError) as info:
+        build_and_compare(tmp_path, files=[f1, f2], output_dirs=["full2", "empty"], **job)
+    assert (info.value.directory, info.value.samples) == (str(tmp_path / "empty"), 0)
+    assert_nothing_published(tmp_path / "full2")
+    assert_nothing_published(tmp_path / "empty")
 
 
 def test_null_number_bool_values_and_empty_fields(tmp_path, tok):

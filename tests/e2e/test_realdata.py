@@ -134,21 +134,21 @@ def test_oasst_bare_strings_abort(tmp_path):
 
 
 def test_oasst_bare_strings_skip(tmp_path):
+    """Every line skipped as a bad record: the output would receive no sample, which
+    fails the build (DESIGN.md section 8) with the counts, publishing nothing."""
     src = data("oasst_prompt_lottery_en_250_text.jsonl")
-    result = build_and_compare(
-        tmp_path, files=[src], fields=[["text"]], templates=["{text}"], tokenizer_kind=SP,
-        tokenizer_files=[tokenizer("t5_spiece_32000.model")], sizes=[[256, 512]],
-        samples_per_shard=[100], output_dirs="oasst", on_bad_record="skip")
-    out = OutputDir(result.outputs[0].path)
-    bad = out.jsonl("bad_record_index.jsonl")
-    assert len(bad) == 250 and out.stats["bad_records"] == 250
-    assert [b["sample_id"] for b in bad] == list(range(250))
-    assert [b["source_line"] for b in bad] == list(range(1, 251))
-    assert {(b["error"], b["reason"]) for b in bad} == {
-        ("SourceParseError", "JSON value is not an object")}
-    assert out.samples == [] and out.stats["total_samples"] == 0
+    with pytest.raises(errors.BuildLimitError) as info:
+        build_and_compare(
+            tmp_path, files=[src], fields=[["text"]], templates=["{text}"], tokenizer_kind=SP,
+            tokenizer_files=[tokenizer("t5_spiece_32000.model")], sizes=[[256, 512]],
+            samples_per_shard=[100], output_dirs="oasst", on_bad_record="skip")
+    err = info.value
+    assert (err.directory, err.samples, err.bad_records) == (str(tmp_path / "oasst"), 250, 250)
+    assert "Bad records: 250 (left out by on_bad_record skip)" in str(err)
+    assert "Bad record: 250 (bị bỏ qua bởi on_bad_record skip)" in str(err)
+    assert_nothing_published(tmp_path / "oasst")
     for unit in (256, 512):
-        assert (tmp_path / "oasst" / f"unit_{unit}" / "EMPTY_UNIT.md").exists()
+        assert "Output received no sample" in (tmp_path / "oasst" / f"unit_{unit}" / "UNIT_BUILD_FAILED.md").read_text()
 
 
 def test_minilm_wordpiece_padding_and_truncation_ignored(tmp_path):

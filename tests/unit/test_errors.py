@@ -317,7 +317,7 @@ max_unit_size: 320
 Fix:
 
 • increase unit sizes
-• or run with an overflow policy that truncates, skips, or prompts
+• or run with an overflow policy that truncates, skips, or extends
 
 Policy: --on-overflow truncate (or skip, extend) on the command line, on_overflow: truncate in the job file's run section, or .run(on_overflow="truncate") in Python.
 
@@ -332,7 +332,7 @@ max_unit_size: 320
 Cách sửa:
 
 • tăng unit sizes
-• hoặc chạy với overflow policy để truncate, skip, hoặc prompt
+• hoặc chạy với overflow policy để truncate, skip, hoặc extend
 
 Policy: --on-overflow truncate (hoặc skip, extend) trên dòng lệnh, on_overflow: truncate trong section run của job file, hoặc .run(on_overflow="truncate") trong Python."""
 
