@@ -168,3 +168,158 @@ def cli(*argv, env: Optional[dict] = None, timeout: float = 900) -> subprocess.C
     full["PYTHONPATH"] = root + os.pathsep + full.get("PYTHONPATH", "") if full.get("PYTHONPATH") else root
     return subprocess.run([sys.executable, "-m", "mintdim_beam.cli.commands", *argv], capture_output=True,
                           text=True, env=full, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- clusters
+
+FLINK_CONFIG = """\
+jobmanager.rpc.address: localhost
+jobmanager.rpc.port: {rpc}
+jobmanager.bind-host: 127.0.0.1
+taskmanager.bind-host: 127.0.0.1
+taskmanager.host: localhost
+rest.address: localhost
+rest.bind-address: 127.0.0.1
+rest.port: {rest}
+blob.server.port: 0
+jobmanager.memory.process.size: 1024m
+taskmanager.memory.process.size: 1280m
+taskmanager.numberOfTaskSlots: 1
+parallelism.default: {taskmanagers}
+"""
+
+
+class FlinkCluster:
+    """A standalone Flink cluster from a distribution's own scripts: ``bin/jobmanager.sh
+    start-foreground`` and ``bin/taskmanager.sh start-foreground`` as separate processes
+    (one slot each), with their own configuration and log directories under ``workdir``."""
+
+    def __init__(self, home: Path, workdir: Path, taskmanagers: int = 2):
+        self.home, self.workdir, self.taskmanagers = Path(home), Path(workdir), taskmanagers
+        self.rest = free_port()
+        self.procs: list = []
+
+    @property
+    def master(self) -> str:
+        return f"localhost:{self.rest}"
+
+    def __enter__(self) -> "FlinkCluster":
+        conf, logs = self.workdir / "conf", self.workdir / "log"
+        conf.mkdir(parents=True, exist_ok=True)
+        logs.mkdir(exist_ok=True)
+        for f in self.home.joinpath("conf").glob("log4j*.properties"):
+            shutil.copy(f, conf / f.name)
+        (conf / "config.yaml").write_text(FLINK_CONFIG.format(rpc=free_port(), rest=self.rest,
+                                                               taskmanagers=self.taskmanagers))
+        env = {**os.environ, "FLINK_CONF_DIR": str(conf), "FLINK_LOG_DIR": str(logs)}
+        if java() and not os.environ.get("JAVA_HOME"):
+            env["JAVA_HOME"] = str(Path(os.path.realpath(java())).parents[1])
+        try:
+            self._start("jobmanager", env)
+            wait_for_port(self.rest, self.procs[0], "the Flink JobManager", timeout=120)
+            for k in range(self.taskmanagers):
+                self._start("taskmanager", env, k)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    if rest_json(f"http://127.0.0.1:{self.rest}/overview")["taskmanagers"] == self.taskmanagers:
+                        return self
+                except OSError:
+                    pass
+                time.sleep(1)
+            raise RuntimeError(f"{self.taskmanagers} TaskManagers did not register within 120 s")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self, role: str, env: dict, k: int = 0) -> None:
+        log = open(self.workdir / f"{role}-{k}.out", "wb")
+        self.procs.append(subprocess.Popen([str(self.home / "bin" / f"{role}.sh"), "start-foreground"],
+                                           stdout=log, stderr=subprocess.STDOUT, env=env))
+        log.close()
+
+    def __exit__(self, *exc) -> None:
+        for proc in reversed(self.procs):
+            stop(proc)
+
+    def job_taskmanagers(self) -> dict:
+        """``{job id: {TaskManager ids that ran a subtask which read records}}`` of every job."""
+        base = f"http://127.0.0.1:{self.rest}"
+        out = {}
+        for job in rest_json(f"{base}/jobs")["jobs"]:
+            ran = set()
+            for vertex in rest_json(f"{base}/jobs/{job['id']}")["vertices"]:
+                tms = rest_json(f"{base}/jobs/{job['id']}/vertices/{vertex['id']}/taskmanagers")
+                for tm in tms.get("taskmanagers", []):
+                    if (tm.get("metrics") or {}).get("read-records", 0) > 0:
+                        ran.add(tm.get("taskmanager-id") or tm.get("host"))
+            out[job["id"]] = ran
+        return out
+
+
+def spark_distribution() -> Optional[Path]:
+    """A Spark 3 distribution (``bin/spark-class``, ``jars/``) under the cache (``spark-3.*``)."""
+    for home in sorted(glob.glob(str(CACHE / "spark-3.*")), reverse=True):
+        if os.access(os.path.join(home, "bin", "spark-class"), os.X_OK) and os.path.isdir(os.path.join(home, "jars")):
+            return Path(home)
+    return None
+
+
+class SparkCluster:
+    """A Spark standalone cluster from a distribution's ``bin/spark-class``: one Master and
+    ``workers`` Workers (one core, 1 GiB each) as separate processes, on loopback."""
+
+    def __init__(self, home: Path, workdir: Path, workers: int = 2):
+        self.home, self.workdir, self.workers = Path(home), Path(workdir), workers
+        self.port, self.ui = free_port(), free_port()
+        self.worker_uis = [free_port() for _ in range(workers)]
+        self.procs: list = []
+
+    @property
+    def master(self) -> str:
+        return f"spark://localhost:{self.port}"
+
+    def __enter__(self) -> "SparkCluster":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "SPARK_HOME": str(self.home), "SPARK_LOCAL_IP": "127.0.0.1",
+               "SPARK_LOG_DIR": str(self.workdir), "SPARK_WORKER_DIR": str(self.workdir / "work")}
+        try:
+            self._start("master", ["org.apache.spark.deploy.master.Master", "--host", "localhost",
+                                   "--port", str(self.port), "--webui-port", str(self.ui)], env)
+            wait_for_port(self.port, self.procs[0], "the Spark master", timeout=120)
+            for k, ui in enumerate(self.worker_uis):
+                self._start(f"worker-{k}", ["org.apache.spark.deploy.worker.Worker", "--host", "localhost",
+                                            "--cores", "1", "--memory", "1g", "--webui-port", str(ui),
+                                            self.master], env)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    alive = [w for w in rest_json(f"http://127.0.0.1:{self.ui}/json/")["workers"]
+                             if w.get("state") == "ALIVE"]
+                    if len(alive) == self.workers:
+                        return self
+                except OSError:
+                    pass
+                time.sleep(1)
+            raise RuntimeError(f"{self.workers} Spark workers did not register within 120 s")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self, name: str, args: list, env: dict) -> None:
+        log = open(self.workdir / f"{name}.out", "wb")
+        self.procs.append(subprocess.Popen([str(self.home / "bin" / "spark-class"), *args],
+                                           stdout=log, stderr=subprocess.STDOUT, env=env))
+        log.close()
+
+    def __exit__(self, *exc) -> None:
+        for proc in reversed(self.procs):
+            stop(proc)
+
+    def executors_per_worker(self) -> list:
+        """For each Worker, the application ids of the executors it ran (running or finished)."""
+        out = []
+        for ui in self.worker_uis:
+            state = rest_json(f"http://127.0.0.1:{ui}/json/")
+            out.append({e.get("appid") for e in state.get("executors", []) + state.get("finishedexecutors", [])})
+        return out
