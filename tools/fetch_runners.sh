@@ -50,11 +50,10 @@ fetch_prism() {
   fi
 }
 
-# mvn_jar ARTIFACT DEST: one Maven artifact (no dependencies) copied to DEST.
+# mvn_jar ARTIFACT DEST: one Maven artifact (no dependencies) copied from the local
+# repository (MAVEN_REPO, default ~/.m2/repository) to DEST.
 mvn_jar() {
-  local artifact=$1 dest=$2 repo
-  repo=$(mvn -B -q help:evaluate -Dexpression=settings.localRepository -DforceStdout 2>/dev/null || true)
-  [ -d "$repo" ] || repo="$HOME/.m2/repository"
+  local artifact=$1 dest=$2 repo=${MAVEN_REPO:-$HOME/.m2/repository}
   if mvn -B -q dependency:get -Dartifact="org.apache.beam:$artifact:$BEAM" -Dtransitive=false >/dev/null 2>&1; then
     cp "$repo/org/apache/beam/$artifact/$BEAM/$artifact-$BEAM.jar" "$dest.tmp" && mv "$dest.tmp" "$dest"
     return 0
@@ -72,7 +71,7 @@ fetch_flink() {
   for f in $FLINK_VERSIONS; do
     jar="$CACHE/jars/beam-runners-flink-$f-job-server-$BEAM.jar"
     if mvn_jar "beam-runners-flink-$f-job-server" "$jar"; then say "flink: fetched $jar"; return 0; fi
-    say "flink: org.apache.beam:beam-runners-flink-$f-job-server:$BEAM is not served"
+    say "flink: org.apache.beam:beam-runners-flink-$f-job-server:$BEAM could not be fetched (not served, or Maven Central out of reach)"
   done
   return 1
 }
@@ -82,7 +81,7 @@ fetch_spark() {
   if [ -f "$jar" ]; then say "spark: cached $jar"; return 0; fi
   if ! command -v mvn >/dev/null; then say "spark: no mvn, not fetched"; return 1; fi
   if mvn_jar beam-runners-spark-3-job-server "$jar"; then say "spark: fetched $jar"; return 0; fi
-  say "spark: org.apache.beam:beam-runners-spark-3-job-server:$BEAM is not served"
+  say "spark: org.apache.beam:beam-runners-spark-3-job-server:$BEAM could not be fetched (not served, or Maven Central out of reach)"
   return 1
 }
 
