@@ -90,8 +90,13 @@ def test_cli_build_on_prism_then_verify_with_the_tokenizer(built, prism):
     done = cli("build", job_file(root, job, outs, block_size=3000), "--quiet", *prism)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"[unit-build] done output={outs[0]}" in done.stdout
+    # --log-level (default ERROR) holds for Prism's job server too, whose logger Beam sets to INFO.
+    assert "PrismRunner" not in done.stderr, done.stderr
     for a, b in zip(base, outs):
         assert_same_outputs(a, b)
+    again = cli("build", job_file(root, job, outputs(root, "prism_cli_info"), block_size=3000), "--quiet",
+                "--log-level", "INFO", *prism)
+    assert again.returncode == 0 and "INFO PrismRunner: " in again.stderr, again.stderr[-3000:]
     checked = cli("verify", *outs, "--tokenizer", "--sample", "0")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.count("verify OK") == 2
