@@ -2,7 +2,7 @@
 # Fetch what tests/runners needs into the cache (default ~/.cache/mintdim-beam, or
 # $MINTDIM_BEAM_CACHE); the tests themselves never download, they skip without it.
 #
-#   tools/fetch_runners.sh [prism] [flink] [spark] [flink-dist]     (default: prism flink spark)
+#   tools/fetch_runners.sh [prism] [flink] [spark] [flink-dist] [spark-dist]   (default: prism flink spark)
 #
 # * prism: Beam's Prism runner, built from Beam's Go module of the installed apache-beam
 #   version (needs Go): $CACHE/prism-<beam>/prism
@@ -11,6 +11,8 @@
 # * spark: Beam's Spark 3 job server jar (needs mvn): $CACHE/jars/beam-runners-spark-3-job-server-<beam>.jar
 # * flink-dist: a Flink distribution for a local cluster (bin/ scripts, lib/ jars), unpacked
 #   from PyPI's apache-flink-libraries and apache-flink wheels: $CACHE/flink-<version>/
+# * spark-dist: a Spark distribution for a standalone cluster (bin/, sbin/, jars/), unpacked
+#   from PyPI's pyspark sdist: $CACHE/spark-<version>/
 #
 # A piece that cannot be had is reported and skipped; the exit status is 0 unless
 # --strict is given, so CI goes on and the tests that need the piece skip.
@@ -21,13 +23,14 @@ PYTHON=${PYTHON:-python}
 CACHE=${MINTDIM_BEAM_CACHE:-$HOME/.cache/mintdim-beam}
 FLINK_VERSIONS=${FLINK_VERSIONS:-"2.2 2.1 2.0 1.20 1.19"}
 FLINK_DIST_VERSION=${FLINK_DIST_VERSION:-1.20.3}
+SPARK_DIST_VERSION=${SPARK_DIST_VERSION:-3.5.9}
 strict=0
 wanted=()
 for arg in "$@"; do
   case "$arg" in
     --strict) strict=1 ;;
-    prism|flink|spark|flink-dist) wanted+=("$arg") ;;
-    *) echo "usage: $0 [--strict] [prism] [flink] [spark] [flink-dist]" >&2; exit 64 ;;
+    prism|flink|spark|flink-dist|spark-dist) wanted+=("$arg") ;;
+    *) echo "usage: $0 [--strict] [prism] [flink] [spark] [flink-dist] [spark-dist]" >&2; exit 64 ;;
   esac
 done
 [ ${#wanted[@]} -eq 0 ] && wanted=(prism flink spark)
@@ -112,6 +115,29 @@ fetch_flink_dist() {
     rm -rf "$home" && mv "$home.tmp" "$home" && say "flink-dist: unpacked $home"
   else
     say "flink-dist: the $FLINK_DIST_VERSION packages hold no bin/jobmanager.sh and lib/flink-dist"; rm -rf "$home.tmp"
+    return 1
+  fi
+}
+
+fetch_spark_dist() {
+  # PyPI's pyspark sdist carries SPARK_HOME as deps/{bin,sbin,jars,conf?}.
+  local home="$CACHE/spark-$SPARK_DIST_VERSION" tmp src d
+  if [ -x "$home/bin/spark-class" ]; then say "spark-dist: cached $home"; return 0; fi
+  tmp=$(mktemp -d)
+  # pip prepares the sdist's metadata too, which may fail once the archive is there: the archive is enough.
+  "$PYTHON" -m pip download -q --no-deps -d "$tmp" "pyspark==$SPARK_DIST_VERSION" >/dev/null 2>&1
+  src=$(ls "$tmp"/pyspark-*.tar.gz 2>/dev/null | head -1)
+  if [ -z "$src" ]; then say "spark-dist: pip could not download pyspark $SPARK_DIST_VERSION"; rm -rf "$tmp"; return 1; fi
+  mkdir -p "$tmp/x" "$home.tmp"
+  tar -xzf "$src" -C "$tmp/x" --wildcards '*/deps/bin/*' '*/deps/sbin/*' '*/deps/jars/*' '*/deps/conf/*' 2>/dev/null \
+    || tar -xzf "$src" -C "$tmp/x"
+  for d in bin sbin jars conf; do cp -r "$tmp"/x/*/deps/$d "$home.tmp/" 2>/dev/null; done
+  chmod +x "$home.tmp"/bin/* "$home.tmp"/sbin/* 2>/dev/null
+  rm -rf "$tmp"
+  if [ -x "$home.tmp/bin/spark-class" ] && [ -d "$home.tmp/jars" ]; then
+    rm -rf "$home" && mv "$home.tmp" "$home" && say "spark-dist: unpacked $home"
+  else
+    say "spark-dist: pyspark $SPARK_DIST_VERSION holds no bin/spark-class and jars/"; rm -rf "$home.tmp"
     return 1
   fi
 }

@@ -209,8 +209,11 @@ class FlinkCluster:
         logs.mkdir(exist_ok=True)
         for f in self.home.joinpath("conf").glob("log4j*.properties"):
             shutil.copy(f, conf / f.name)
-        (conf / "config.yaml").write_text(FLINK_CONFIG.format(rpc=free_port(), rest=self.rest,
-                                                               taskmanagers=self.taskmanagers))
+        config = FLINK_CONFIG.format(rpc=free_port(), rest=self.rest, taskmanagers=self.taskmanagers)
+        opens = self._java_opts()
+        if opens:   # the distribution's --add-opens, which Flink needs on Java 17
+            config += f"env.java.opts.all: {json.dumps(opens)}\n"
+        (conf / "config.yaml").write_text(config)
         env = {**os.environ, "FLINK_CONF_DIR": str(conf), "FLINK_LOG_DIR": str(logs)}
         if java() and not os.environ.get("JAVA_HOME"):
             env["JAVA_HOME"] = str(Path(os.path.realpath(java())).parents[1])
@@ -231,6 +234,15 @@ class FlinkCluster:
         except BaseException:
             self.__exit__(None, None, None)
             raise
+
+    def _java_opts(self) -> str:
+        import yaml
+
+        try:
+            found = yaml.safe_load((self.home / "conf" / "config.yaml").read_text()) or {}
+            return str(found.get("env.java.opts.all") or found["env"]["java"]["opts"]["all"])
+        except (OSError, KeyError, TypeError, yaml.YAMLError):
+            return ""
 
     def _start(self, role: str, env: dict, k: int = 0) -> None:
         log = open(self.workdir / f"{role}-{k}.out", "wb")
