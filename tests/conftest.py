@@ -51,7 +51,7 @@ DEMO_DIR = REPO_ROOT / "mintdim_beam" / "demo"
 #: ``../shared/realdata`` seen from the repository root; absent on most machines.
 REALDATA = REPO_ROOT.parent / "shared" / "realdata"
 #: The test folders, one per layer of the suite (see the README's "Tests").
-FOLDERS = ("unit", "transforms", "e2e", "remote")
+FOLDERS = ("unit", "transforms", "e2e", "remote", "runners")
 
 # This file and ``reference.py`` (``from conftest import ...``), the test data's helpers
 # (``import textgen``), and each test folder, so that a test module can import another
@@ -93,7 +93,7 @@ REMOTE_FIXTURES = {"s3_remote", "gs_remote", "remote", "dask_cluster", "dask_add
 
 
 def folder_of(item) -> str:
-    """``unit``, ``transforms``, ``e2e`` or ``remote``: the test folder ``item`` is in."""
+    """``unit``, ``transforms``, ``e2e``, ``remote`` or ``runners``: the test folder ``item`` is in."""
     try:
         return Path(str(item.path)).resolve().relative_to(TESTS_DIR).parts[0]
     except (ValueError, IndexError):
@@ -102,12 +102,15 @@ def folder_of(item) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark by folder before ``-m`` selects: ``e2e`` and ``remote`` are ``slow``,
-    ``remote`` (and any test using a remote fixture) is ``remote``."""
+    """Mark by folder before ``-m`` selects: ``e2e``, ``remote`` and ``runners`` are
+    ``slow``; ``remote`` (and any test using a remote fixture) is ``remote``;
+    ``runners`` (real engines) is ``runners``."""
     for item in items:
         folder = folder_of(item)
-        if folder in ("e2e", "remote"):
+        if folder in ("e2e", "remote", "runners"):
             item.add_marker(pytest.mark.slow)
+        if folder == "runners":
+            item.add_marker(pytest.mark.runners)
         if folder == "remote" or REMOTE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.remote)
 

@@ -206,8 +206,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args, extra = parser.parse_known_args(argv)
         # Before Beam is imported (the flag check imports it).
-        logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.ERROR),
-                            format="%(levelname)s %(name)s: %(message)s")
+        level = getattr(logging, str(args.log_level).upper(), logging.ERROR)
+        # The handler's own level holds the line for loggers that a runner sets lower
+        # itself (Beam sets its Prism job server's to INFO).
+        handler = logging.StreamHandler()
+        handler.setLevel(level)
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", handlers=[handler])
         beam_args = flags.check_flags(parsers[args.command], extra, _flag_scope(args))
     except SystemExit as exc:   # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else flags.EXIT_USAGE

@@ -25,6 +25,7 @@ import json
 import re
 import os
 import platform
+import shutil
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -143,6 +144,62 @@ def _named_runner(name: str):
         raise errors.PipelineValidationError.invalid(
             problem=problem.en, rules=[J.RUNNER_RULE.en], problem_vi=problem.vi,
             rules_vi=[J.RUNNER_RULE.vi]) from None
+
+
+def check_runner_service(runner_obj, opts: PipelineOptions) -> None:
+    """A runner that starts its own job service gets it now, before anything is claimed.
+
+    Prism runs a binary (``--prism_location``, else a download for this Beam version),
+    Flink and Spark a job server jar (``--flink_job_server_jar`` /
+    ``--spark_job_server_jar``, else a download from Maven Central) under ``java``. Beam
+    resolves them only in ``Pipeline.run``, after the outputs are claimed, so a missing
+    binary, an unreachable download or no Java failed the build with a traceback and left
+    the outputs marked failed (the local runner never can). Resolved here the same way
+    (a download is cached, and ``run`` then finds it), or a ``PipelineValidationError``.
+    Nothing to do with ``--job_endpoint`` (a job service already running).
+    """
+    from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerOptions, PortableOptions,
+                                                      SparkRunnerOptions)
+
+    if opts.view_as(PortableOptions).job_endpoint:
+        return
+    name = type(runner_obj).__name__
+    what = {"PrismRunner": "the Prism runner's binary", "FlinkRunner": "the Flink job server jar",
+            "SparkRunner": "the Spark job server jar"}.get(name)
+    if what is None:
+        return
+    flag = {"PrismRunner": "--prism_location", "FlinkRunner": "--flink_job_server_jar",
+            "SparkRunner": "--spark_job_server_jar"}[name]
+    try:
+        if name == "PrismRunner":
+            from apache_beam.runners.portability.prism_runner import PrismJobServer
+
+            PrismJobServer(opts)._get_executable_path()
+            return
+        if name == "FlinkRunner":
+            if opts.view_as(FlinkRunnerOptions).flink_submit_uber_jar:
+                return
+            from apache_beam.runners.portability.flink_runner import FlinkJarJobServer as server
+        else:
+            if opts.view_as(SparkRunnerOptions).spark_submit_uber_jar:
+                return
+            from apache_beam.runners.portability.spark_runner import SparkJarJobServer as server
+        job_server = server(opts)
+        server.local_jar(job_server.path_to_jar(), opts.view_as(JobServerOptions).jar_cache_dir)
+        java = opts.view_as(JobServerOptions).job_server_java_launcher or "java"
+        if shutil.which(java) is None:
+            raise RuntimeError(f"{java} (--job_server_java_launcher) is not on PATH: the job server is a Java program")
+    except AttributeError:
+        return      # another Beam's internals: its run() will say what is missing
+    except (ValueError, RuntimeError, OSError) as exc:
+        reason = " ".join(str(exc).split())
+        raise errors.PipelineValidationError.invalid(
+            problem=f"--runner {name}: {what} cannot be had: {reason}",
+            rules=[f"{flag}: a local path to it (tools/fetch_runners.sh caches one), or a machine that can "
+                   "download it; or --job_endpoint of a job service already running"],
+            problem_vi=f"--runner {name}: không lấy được {what}: {reason}",
+            rules_vi=[f"{flag}: đường dẫn cục bộ tới nó (tools/fetch_runners.sh lưu sẵn một bản), hoặc một máy "
+                      "tải được nó; hoặc --job_endpoint của một job service đang chạy"]) from None
 
 
 def flag_names(flags) -> set:
@@ -283,6 +340,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     runner, opts = _runner_alias(runner, opts)
     choose_local_mode(config, runner, opts, flags if options is not None else [], input_sizes)
     runner_obj, runner_name = resolve_runner(runner, opts)
+    check_runner_service(runner_obj, opts)
     direct = opts.view_as(DirectOptions)
     hashing = None
     if input_digests is None and runner_name == "FnApiRunner":
