@@ -74,7 +74,8 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     policies = Policies(on_overflow=run.get("on_overflow"), on_template_unk=run.get("on_template_unk"),
                         on_bad_record=run.get("on_bad_record"))      # None: the default
     config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"], run["limits"])
-    from mintdim_beam.launch.launcher import launch, launch_versioned  # imports Beam; after logging is configured
+    from mintdim_beam.launch.launcher import launch
+    from mintdim_beam.launch.versioned import launch_versioned  # imports Beam; after logging is configured
 
     if run.get("versioned"):
         found = launch_versioned(config, options=list(beam_args), skip_unchanged=bool(run.get("skip_unchanged")),

@@ -209,7 +209,7 @@ def test_the_command_line_takes_the_limits_from_flags_and_the_run_section(tmp_pa
 
 
 def test_a_versioned_build_that_fails_a_limit_leaves_latest_alone(tmp_path):
-    from mintdim_beam.launch.launcher import launch_versioned
+    from mintdim_beam.launch.versioned import launch_versioned
 
     src = write_jsonl(tmp_path / "a.jsonl", _rows(bad=1, unk=0))
     root = tmp_path / "root"

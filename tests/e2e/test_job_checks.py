@@ -215,7 +215,7 @@ def test_build_id_must_be_one_plain_name(tmp_path, capsys, build_id):
 
 
 def test_build_id_through_the_api(tmp_path):
-    from mintdim_beam.launch.launcher import launch_versioned
+    from mintdim_beam.launch.versioned import launch_versioned
 
     config = (pipeline("unit-build").source.jsonl(files=[write_jsonl(tmp_path / "d.jsonl", ROWS)],
                                                   fields=[["q", "a"]], templates=["{q}\n{a}"])

@@ -157,7 +157,7 @@ def test_keep_is_checked_before_any_work(tmp_path, capsys):
                    "keep needs versioned output roots")
     assert not (tmp_path / "root").exists()
     with pytest.raises(MintDimError):
-        from mintdim_beam.launch.launcher import launch_versioned
+        from mintdim_beam.launch.versioned import launch_versioned
         from mintdim_beam.launch.api import load_job_file
         from mintdim_beam.core.config import resolve
 

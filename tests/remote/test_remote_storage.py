@@ -165,7 +165,7 @@ def test_exports_read_remote_datasets_and_write_remote_files(remote, tmp_path):
     assert table.column("sample_id").to_pylist() == opened.sample_ids.tolist()
 
 def test_versioned_root_on_remote_storage(remote, tmp_path):
-    from mintdim_beam.launch import launcher
+    from mintdim_beam.launch import versioned
     from mintdim_beam.beam import publish
 
     job = _job(tmp_path)
@@ -173,11 +173,11 @@ def test_versioned_root_on_remote_storage(remote, tmp_path):
     rjob = _to_remote(remote, job, tag)
     roots = [f"{remote.root}/{tag}/units/instructions", f"{remote.root}/{tag}/units/chat"]
     config = _config(rjob, roots)
-    first = launcher.launch_versioned(config, options=remote.options, skip_unchanged=True, echo=lambda *_: None)
+    first = versioned.launch_versioned(config, options=remote.options, skip_unchanged=True, echo=lambda *_: None)
     assert not first.skipped
     remote.configure()
     assert [publish.read_latest(r) for r in roots] == [first.build_id] * 2
-    second = launcher.launch_versioned(config, options=remote.options, skip_unchanged=True, echo=lambda *_: None)
+    second = versioned.launch_versioned(config, options=remote.options, skip_unchanged=True, echo=lambda *_: None)
     assert second.skipped and second.build_id == first.build_id
     names = remote.download_tree(roots[0])
     assert {n.split("/")[0] for n in names} == {"LATEST", first.build_id}
