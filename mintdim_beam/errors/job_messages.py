@@ -269,3 +269,15 @@ MATCHED_TWICE_RULE = Text(
     "một file đã khớp với một pattern không được khớp hoặc được nêu lại bởi mục khác "
     "của source.files: thu hẹp các pattern để mỗi file chỉ khớp một lần",
 )
+
+# A portable runner whose job server or binary cannot be had (launcher.check_runner_service).
+RUNNER_SERVICE_UNAVAILABLE = Text(
+    "--runner {name}: {what} cannot be had: {reason}",
+    "--runner {name}: không lấy được {what}: {reason}",
+)
+RUNNER_SERVICE_RULE = Text(
+    "{flag}: a local path to it (tools/fetch_runners.sh caches one), or a machine that can download it; "
+    "or --job_endpoint of a job service already running",
+    "{flag}: đường dẫn cục bộ tới nó (tools/fetch_runners.sh lưu sẵn một bản), hoặc một máy tải được nó; "
+    "hoặc --job_endpoint của một job service đang chạy",
+)

@@ -23,6 +23,7 @@ import errno
 import datetime as _dt
 import json
 import re
+import os
 import platform
 import shutil
 import time
@@ -155,7 +156,7 @@ def check_runner_service(runner_obj, opts: PipelineOptions) -> None:
     Nothing to do with ``--job_endpoint`` (a job service already running).
     """
     from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerOptions, PortableOptions,
-                                                      SparkRunnerOptions)
+                                                      PrismRunnerOptions, SparkRunnerOptions)
 
     if opts.view_as(PortableOptions).job_endpoint:
         return
@@ -168,9 +169,11 @@ def check_runner_service(runner_obj, opts: PipelineOptions) -> None:
             "SparkRunner": "--spark_job_server_jar"}[name]
     try:
         if name == "PrismRunner":
-            from apache_beam.runners.portability.prism_runner import PrismJobServer
-
-            PrismJobServer(opts)._get_executable_path()
+            # A local --prism_location must be there; anything else (a URL, a release
+            # Beam downloads itself) is resolved by the runner.
+            location = opts.view_as(PrismRunnerOptions).prism_location
+            if location and "://" not in location and not os.path.isfile(location):
+                raise FileNotFoundError(f"{location} (--prism_location) is not a file")
             return
         if name == "FlinkRunner":
             if opts.view_as(FlinkRunnerOptions).flink_submit_uber_jar:
@@ -189,13 +192,10 @@ def check_runner_service(runner_obj, opts: PipelineOptions) -> None:
         return      # another Beam's internals: its run() will say what is missing
     except (ValueError, RuntimeError, OSError) as exc:
         reason = " ".join(str(exc).split())
+        problem = J.RUNNER_SERVICE_UNAVAILABLE.format(name=name, what=what, reason=reason)
+        rule = J.RUNNER_SERVICE_RULE.format(flag=flag)
         raise errors.PipelineValidationError.invalid(
-            problem=f"--runner {name}: {what} cannot be had: {reason}",
-            rules=[f"{flag}: a local path to it (tools/fetch_runners.sh caches one), or a machine that can "
-                   "download it; or --job_endpoint of a job service already running"],
-            problem_vi=f"--runner {name}: không lấy được {what}: {reason}",
-            rules_vi=[f"{flag}: đường dẫn cục bộ tới nó (tools/fetch_runners.sh lưu sẵn một bản), hoặc một máy "
-                      "tải được nó; hoặc --job_endpoint của một job service đang chạy"]) from None
+            problem=problem.en, rules=[rule.en], problem_vi=problem.vi, rules_vi=[rule.vi]) from None
 
 
 def flag_names(flags) -> set:
