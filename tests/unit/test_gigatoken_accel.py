@@ -301,6 +301,7 @@ def test_mixed_batches_keep_the_text_order():
     gigatoken takes; empty texts anywhere."""
     text = (TESTDATA / "hf_bytelevel_bpe.json").read_text(encoding="utf-8")
     tok, enc = _encoder(text, fallback=ByteLevelWords.for_tokenizer(_library(text), text))
+    enc.prepare()
     rng = random.Random(9)
     pool = ["", "plain text", "a\u088fb", "\U0001fae8 new emoji", "中文 text", "  ", "e\u0301"]
     for _ in range(30):
@@ -310,6 +311,20 @@ def test_mixed_batches_keep_the_text_order():
         assert got[1].tolist() == [int(p[1][0]) for p in plain]
         assert got[0].tolist() == [i for p in plain for i in p[0].tolist()]
     assert enc.fallback_texts > 0 and enc.active
+
+
+def test_small_calls_before_the_probe_do_not_set_gigatoken_up():
+    """The launcher checks templates with a few short texts: the library answers, and
+    gigatoken is not loaded for them."""
+    text = (TESTDATA / "hf_bytelevel_bpe.json").read_text(encoding="utf-8")
+    tok, enc = _encoder(text)
+    texts = ["\n\n", "Q: ", "hello world"]
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+    assert not enc._ready and enc.calls == 0
+    texts = _texts(15, 3000)        # more than PROBE_AFTER characters: set up, then encoded
+    assert sum(map(len, texts)) >= gigatoken_bpe.PROBE_AFTER
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+    assert enc._ready and enc.calls == 1
 
 
 def test_long_texts_are_appended_whole():
@@ -328,6 +343,7 @@ def test_two_threads_at_once_give_the_library_ids():
 
     text = (TESTDATA / "hf_bytelevel_bpe.json").read_text(encoding="utf-8")
     tok, enc = _encoder(text)
+    enc.prepare()
     batches = [_texts(seed, 300) for seed in range(10, 14)]
     wants = [_want(tok, b) for b in batches]
     results = {}

@@ -58,6 +58,9 @@ log = logging.getLogger(__name__)
 #: configuration holds for it (older ones are not taken).
 MIN_VERSION = (0, 10)
 
+#: Calls of fewer characters do not set gigatoken up (``GigatokenBPE.encode_batch``).
+PROBE_AFTER = 1 << 16
+
 #: Ids are handed over as int32, the type of the word encoder's ids.
 _IDS = np.int32
 
@@ -247,13 +250,19 @@ def probe_texts(added: Sequence[str], vocab_texts: Sequence[str] = (), seed: int
 # The encoder
 
 def _unmap_table() -> dict:
-    return {c: b for b, c in byte_chars().items()}
+    """``str.translate`` table from the byte-level alphabet to the bytes as Latin-1
+    characters; every other Latin-1 character to one no byte maps to, so that
+    ``encode("latin-1")`` fails on any character outside the alphabet."""
+    table = {ord(c): chr(b) for b, c in byte_chars().items()}
+    for b in range(256):
+        table.setdefault(b, "\uffff")
+    return table
 
 
 def _token_bytes(token: str, unmap: dict) -> Optional[bytes]:
     try:
-        return bytes(unmap[c] for c in token)
-    except KeyError:
+        return token.translate(unmap).encode("latin-1")
+    except UnicodeEncodeError:
         return None
 
 
@@ -396,8 +405,15 @@ class GigatokenBPE:
             return None
 
     def encode_batch(self, texts: Sequence[str]) -> tuple:
-        """(flat ids as int32, ids per text), exactly as the tokenizer encodes them."""
+        """(flat ids as int32, ids per text), exactly as the tokenizer encodes them.
+
+        Before the probe has run, a call of fewer than ``PROBE_AFTER`` characters goes
+        to the fallback without running it: the launcher's template checks and an
+        encoder's literals do not pay for gigatoken's set-up (workers call
+        :meth:`prepare` first)."""
         texts = list(texts)
+        if not self._ready and sum(map(len, texts)) < PROBE_AFTER:
+            return self._fallback.encode_batch(texts)
         self.prepare()
         if self._backend is None or not texts:
             return self._fallback.encode_batch(texts)
