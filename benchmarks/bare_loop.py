@@ -1,6 +1,6 @@
 """The baseline: a bare single-thread loop that parses, renders and encodes the same segments.
 
-    python benchmarks/bare_loop.py CORPUS.jsonl KIND TOKENIZER [--batch 1024] [--fields A,B,C]
+    python benchmarks/bare_loop.py CORPUS.jsonl KIND TOKENIZER [--batch 1024] [--fields A,B,C] [--gigatoken]
 
 It does the minimum a correct tool must do — parse each JSON line, render the
 template's field segments, encode every segment exactly (literals once) — in one thread
@@ -8,7 +8,9 @@ and nothing else: no hashing, no indexes, no shards. ``KIND`` is ``sentencepiece
 ``hf_json``; the template is the fields (default instruction, input, output) with a
 blank line between each two, as ``run.py`` declares it. Prints one JSON line: tokens,
 seconds, tokens/s. The HF tokenizer's own thread pool is limited to one thread by the
-caller (``RAYON_NUM_THREADS=1``).
+caller (``RAYON_NUM_THREADS=1``). ``--gigatoken`` (``hf_json`` only) encodes each batch with
+gigatoken instead, in one call on the calling thread (``parallel=False``), the ids read
+from its result without a Python int per token.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main(argv=None) -> None:
     parser.add_argument("tokenizer")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--fields", default=FIELDS, help="text fields, comma-separated (default: %(default)s)")
+    parser.add_argument("--gigatoken", action="store_true", help="hf_json: encode with gigatoken on one thread")
     args = parser.parse_args(argv)
     fields = args.fields.split(",")
 
@@ -40,6 +43,16 @@ def main(argv=None) -> None:
 
         def encode(texts):
             return sp.encode(texts, out_type=int, num_threads=1)
+    elif args.gigatoken:
+        import numpy as np
+        from gigatoken.gigatoken_rs import load_hf_json
+
+        with open(args.tokenizer, "rb") as f:
+            backend = load_hf_json(f.read())
+
+        def encode(texts):
+            offsets = np.asarray(backend.encode_batch(texts, parallel=False).layout.offsets.data)
+            return [range(n) for n in np.diff(offsets).tolist()]   # only the counts are summed
     else:
         os.environ.setdefault("RAYON_NUM_THREADS", "1")
         from tokenizers import Tokenizer

@@ -31,7 +31,7 @@ def main(argv=None) -> None:
     kind = getattr(declared.tokenizer, tok["type"])
     result = kind(files=tok["files"]).run(
         on_overflow=run["on_overflow"], on_template_unk=run["on_template_unk"],
-        on_bad_record=run["on_bad_record"], echo=lambda line: None)
+        on_bad_record=run["on_bad_record"], accelerators=run.get("accelerators", True), echo=lambda line: None)
     info = result.build_info
     print(json.dumps({"outputs": result.output_dirs, "runner": info.get("runner"),
                       "direct_running_mode": info.get("direct_running_mode"),

@@ -239,7 +239,8 @@ def render_for_datatrove(work: str, corpus: str, parts: int = 8, fields=FIELDS) 
     return folder
 
 
-def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str, fields=FIELDS) -> tuple[str, str]:
+def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str, fields=FIELDS,
+             accelerators: bool = True) -> tuple[str, str]:
     out = os.path.join(work, f"out_{name}")
     shutil.rmtree(out, ignore_errors=True)
     job = {
@@ -247,7 +248,8 @@ def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str, field
         "tokenizer": {"type": kind, "files": [tokenizer]},
         "units": {"sizes": [SIZES], "build_batch": [1024]},
         "output": {"dir": out, "samples_per_shard": [16384]},
-        "run": {"on_overflow": "extend", "on_template_unk": "continue", "on_bad_record": "abort"},
+        "run": {"on_overflow": "extend", "on_template_unk": "continue", "on_bad_record": "abort",
+                "accelerators": accelerators},
     }
     path = os.path.join(work, f"job_{name}.json")
     with open(path, "w") as f:
@@ -255,14 +257,16 @@ def job_file(work: str, name: str, corpus: str, kind: str, tokenizer: str, field
     return path, out
 
 
-def run_pipeline(work, name, corpus, kind, tokenizer, flags, fluent: bool = False, fields=FIELDS) -> dict:
+def run_pipeline(work, name, corpus, kind, tokenizer, flags, fluent: bool = False, fields=FIELDS,
+                 accelerators: bool = True, env: dict | None = None) -> dict:
     """One build in a fresh process: the CLI with ``flags``, or (``fluent``) a script
-    calling the fluent API's ``run()`` with no runner, as a user's script would."""
-    path, out = job_file(work, name, corpus, kind, tokenizer, fields)
+    calling the fluent API's ``run()`` with no runner, as a user's script would.
+    ``env``: added to the build's environment."""
+    path, out = job_file(work, name, corpus, kind, tokenizer, fields, accelerators)
     if fluent:
-        m = measure([sys.executable, os.path.join(HERE, "fluent_build.py"), path])
+        m = measure([sys.executable, os.path.join(HERE, "fluent_build.py"), path], env=env)
     else:
-        m = measure([sys.executable, "-m", "mintdim_beam.cli.commands", "build", path, *flags])
+        m = measure([sys.executable, "-m", "mintdim_beam.cli.commands", "build", path, *flags], env=env)
     with open(os.path.join(out, "stats.json")) as f:
         m["tokens"] = json.load(f)["total_tokens"]
     with open(os.path.join(out, "build_info.json")) as f:

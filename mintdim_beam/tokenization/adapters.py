@@ -418,11 +418,12 @@ class HuggingFaceTokenizer(Tokenizer):
         self._long_words = None
         self._pieces = PieceEncoder(tok) if cuttable(tok) else None
         if accelerators:
-            from mintdim_beam.tokenization.accel import bpe_word_encoder
+            self._words, self._long_words = _hf_accelerators(tok, text, word_encoder)
 
-            words = bpe_word_encoder(tok, text)
-            self._words = words if word_encoder else None
-            self._long_words = words
+    def prepare(self) -> None:
+        prepare = getattr(self._words or self._long_words, "prepare", None)
+        if prepare is not None:
+            prepare()   # gigatoken's probe (accel.gigatoken_bpe), here, not in the first call
 
     def encode_batch(self, texts):
         """As the base class; a failure of the library (a Rust panic is a pyo3
@@ -501,6 +502,21 @@ class HuggingFaceTokenizer(Tokenizer):
     def token_id(self, content):
         found = self._tok.token_to_id(content)
         return None if found is None else int(found)
+
+
+def _hf_accelerators(tok, text: str, word_encoder: bool) -> tuple:
+    """(encoder of short texts or None, encoder of long texts or None) for an HF
+    tokenizer with accelerators on: gigatoken where it is installed and its probe passes
+    (``accel.gigatoken_bpe``; on its own threads where ``word_encoder`` is off), falling
+    back to the word encoder (``accel.bpe_words``) or the library."""
+    from mintdim_beam.tokenization.accel import bpe_word_encoder, gigatoken_encoder
+
+    words = bpe_word_encoder(tok, text)
+    fast = gigatoken_encoder(tok, text, fallback=words if word_encoder else None,
+                             parallel=not word_encoder, long_fallback=words)
+    if fast is not None:
+        return fast, fast
+    return (words if word_encoder else None), words
 
 
 def _load_sentencepiece(data: bytes, with_facts: bool = False):

@@ -9,7 +9,11 @@ implementation here that gives the same ids and the same UNK substrings:
   ``regex`` module; ``unicode14`` lists the code points on which that split is known to
   agree with the library's);
 - ``sp_unk``: the UNK audit of a SentencePiece Unigram model, from the normalized text
-  instead of a second encode to protos.
+  instead of a second encode to protos;
+- ``gigatoken_bpe``: a byte-level BPE ``tokenizer.json`` encoded by gigatoken (an
+  optional dependency, ``pip install mintdim-beam[fast]``), taken only when its
+  configuration, vocabulary, merges and a battery of probe texts agree with the library;
+  where gigatoken is absent or disagrees, the word encoder or the library encode.
 
 Each entry point below checks its conditions on the loaded tokenizer (the model's type
 and configuration, then probe texts compared with the library's own answer) and returns
@@ -33,6 +37,18 @@ def bpe_word_encoder(tokenizer, config_text: str):
     from mintdim_beam.tokenization.accel.bpe_words import ByteLevelWords
 
     return ByteLevelWords.for_tokenizer(tokenizer, config_text)
+
+
+def gigatoken_encoder(tokenizer, config_text: str, fallback=None, parallel: bool = False,
+                      long_fallback=None):
+    """A ``gigatoken_bpe.GigatokenBPE`` for a loaded HF tokenizer and its JSON, or None
+    (gigatoken not installed, or a configuration it is not known to reproduce). Its
+    probe runs on first use; until it passes, and wherever it did not, ``fallback``
+    (None: the library) and ``long_fallback`` encode."""
+    from mintdim_beam.tokenization.accel.gigatoken_bpe import GigatokenBPE
+
+    return GigatokenBPE.for_tokenizer(tokenizer, config_text, fallback=fallback, parallel=parallel,
+                                      long_fallback=long_fallback)
 
 
 def sentencepiece_unk_runs(sp, proto_substrings: Callable) -> Optional[Callable]:

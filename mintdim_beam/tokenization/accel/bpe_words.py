@@ -88,7 +88,7 @@ CHUNK_START = re.compile(f"(?<=[^{WHITE_SPACE}])[{WHITE_SPACE}]")
 LONG_WINDOW = 1 << 18
 
 
-def _byte_chars() -> dict:
+def byte_chars() -> dict:
     """GPT-2's byte -> printable character map, as HF ``ByteLevel`` defines it."""
     printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1))
                  + list(range(ord("\xae"), ord("\xff") + 1)))
@@ -102,11 +102,11 @@ def _byte_chars() -> dict:
 
 
 #: ``str.translate`` table from a word's UTF-8 bytes read as Latin-1 to mapped chars.
-BYTE_TABLE = str.maketrans({chr(b): c for b, c in _byte_chars().items()})
+BYTE_TABLE = str.maketrans({chr(b): c for b, c in byte_chars().items()})
 
 #: The mapped characters of the bytes that UTF-8 text can hold (every byte but 0xC0,
 #: 0xC1 and 0xF5-0xFF).
-UTF8_BYTE_CHARS = tuple(c for b, c in _byte_chars().items() if b not in (0xC0, 0xC1) and b < 0xF5)
+UTF8_BYTE_CHARS = tuple(c for b, c in byte_chars().items() if b not in (0xC0, 0xC1) and b < 0xF5)
 
 
 def _outside_unicode14() -> "re.Pattern":
@@ -123,7 +123,9 @@ def _outside_unicode14() -> "re.Pattern":
 _OUTSIDE = None
 
 
-def _outside():
+def outside_unicode14():
+    """The compiled pattern of a character not assigned in Unicode 14 (or a surrogate),
+    made on first use; ASCII is all assigned."""
     global _OUTSIDE
     if _OUTSIDE is None:
         _OUTSIDE = _outside_unicode14()
@@ -402,7 +404,7 @@ class ByteLevelWords:
                 return True
         if text.isascii():
             return False
-        if _outside().search(text) is not None:
+        if outside_unicode14().search(text) is not None:
             return True
         return self._nfc and not unicodedata.is_normalized("NFC", text)
 

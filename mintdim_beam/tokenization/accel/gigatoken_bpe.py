@@ -1,0 +1,557 @@
+"""Byte-level BPE ``tokenizer.json`` files encoded by gigatoken, checked against the library.
+
+gigatoken (MIT, ``pip install mintdim-beam[fast]``) re-implements byte-level BPE in
+Rust: a SIMD split for the pre-tokenizer patterns it knows, a word cache, merges by
+rank, one call per batch of texts with the GIL released. It is an optional dependency,
+and it is not trusted: in version 0.10 it silently ignores parts of a configuration
+(``single_word``, ``lstrip`` and ``rstrip`` of added tokens, ``end_of_word_suffix``,
+BPE dropout, a missing pre-tokenizer), classifies code points assigned after Unicode
+14 differently from the library's Oniguruma split, and gives an added token whose content
+is already a vocabulary entry the added id where the library keeps the vocabulary's. So a tokenizer is encoded
+by gigatoken only when every one of these holds, and by the library (or the word
+encoder of ``bpe_words``) otherwise:
+
+1. its configuration is one this module knows gigatoken reproduces (``supported``): a
+   BPE model without dropout, subword prefix or suffix, or byte fallback; no
+   normalizer, or NFC; a ``ByteLevel`` pre-tokenizer (with the GPT-2 split), or
+   ``Split`` regexes followed by a ``ByteLevel`` without one (Llama 3, Qwen, ...);
+   added tokens without ``single_word``, ``lstrip`` or ``rstrip``;
+2. gigatoken loads it (it refuses a split regex it has no implementation of, a
+   vocabulary without all 256 bytes, other model types) without an error or a panic;
+3. the probe (``probe``), once per process on first use: gigatoken's vocabulary,
+   byte for byte and id for id, equals the library's (model and added tokens), its
+   merges are the library's in the same order, and it gives the library's ids on a
+   battery of edge texts (``probe_texts``): whitespace runs of every kind and many
+   lengths, each added token alone, glued to words, between spaces and repeated,
+   contractions, digit runs, combining marks, emoji sequences, CJK, control and
+   format characters, text that merely looks like escapes or surrogates, long words,
+   a sweep of code points of every script, vocabulary entries as texts, and random
+   texts of all of these.
+
+Per text, what the checks do not cover goes to the fallback encoder, in one call per
+batch: a text holding a code point that is not assigned in Unicode 14 (or a lone
+surrogate), and, under an NFC normalizer, a text that NFC would change (the argument of
+``bpe_words``). Every batch's answer is checked for shape (one row per text, ids inside
+the vocabulary); an error, a panic or a wrong shape switches gigatoken off for the
+process and the batch is encoded again by the fallback, so a build never fails and
+never writes an id because of gigatoken. UNK positions and offsets (the UNK audit) still
+come from the library: the adapter asks it for the offsets of the texts whose ids hold
+the unknown id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import unicodedata
+from typing import Optional, Sequence
+
+import numpy as np
+
+from mintdim_beam.tokenization.accel.bpe_words import byte_chars, outside_unicode14
+
+log = logging.getLogger(__name__)
+
+#: The release this module was checked against: what ``supported`` says of the
+#: configuration holds for it (older ones are not taken).
+MIN_VERSION = (0, 10)
+
+#: Calls of fewer characters do not set gigatoken up (``GigatokenBPE.encode_batch``).
+PROBE_AFTER = 1 << 16
+
+#: Ids are handed over as int32, the type of the word encoder's ids.
+_IDS = np.int32
+
+#: What a gigatoken call may raise that is not gigatoken failing.
+_NOT_GIGATOKEN = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
+
+
+def _version() -> Optional[tuple]:
+    try:
+        from importlib.metadata import version
+
+        return tuple(int(p) for p in version("gigatoken").split(".")[:2])
+    except Exception:  # noqa: BLE001 - not installed, or a version we cannot read
+        return None
+
+
+def available() -> bool:
+    """Whether a gigatoken this module was checked against is installed (importable)."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("gigatoken") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    found = _version()
+    return found is not None and found >= MIN_VERSION
+
+
+def _nfc(config: dict) -> Optional[bool]:
+    normalizer = config.get("normalizer")
+    if normalizer is None:
+        return False
+    kind = normalizer.get("type")
+    if kind == "NFC":
+        return True
+    if kind == "Sequence":
+        inner = normalizer.get("normalizers") or []
+        if not inner:
+            return False
+        if len(inner) == 1 and (inner[0] or {}).get("type") == "NFC":
+            return True
+    return None
+
+
+def _byte_level(pre: Optional[dict]) -> bool:
+    if not pre:
+        return False
+    if pre.get("type") == "ByteLevel":
+        return pre.get("use_regex", True) is True
+    if pre.get("type") != "Sequence":
+        return False
+    steps = pre.get("pretokenizers") or []
+    if len(steps) == 1:
+        return _byte_level(steps[0])
+    if not steps or steps[-1].get("type") != "ByteLevel" or steps[-1].get("use_regex", True):
+        return False
+    for step in steps[:-1]:
+        if step.get("type") != "Split" or "Regex" not in (step.get("pattern") or {}):
+            return False
+        if step.get("behavior") != "Isolated" or step.get("invert"):
+            return False
+    return True
+
+
+def supported(config: dict) -> Optional[str]:
+    """None when gigatoken is known to reproduce ``config``; else why not."""
+    model = config.get("model") or {}
+    if model.get("type") != "BPE":
+        return "not a BPE model"
+    if model.get("dropout") not in (None, 0, 0.0):
+        return "BPE dropout"
+    if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        return "a subword prefix or suffix"
+    if model.get("byte_fallback"):
+        return "byte fallback"
+    if _nfc(config) is None:
+        return "a normalizer other than NFC"
+    if not _byte_level(config.get("pre_tokenizer")):
+        return "not a byte-level pre-tokenizer"
+    for token in config.get("added_tokens") or []:
+        if token.get("single_word") or token.get("lstrip") or token.get("rstrip"):
+            return f"added token {token.get('content')!r} with single_word, lstrip or rstrip"
+    return None
+
+
+# ---------------------------------------------------------------------------------
+# The probe's texts
+
+#: Every kind of whitespace the splits treat apart (``\s`` of the library, line
+#: breaks of the Llama 3 pattern), and characters that are not whitespace but look so.
+WHITESPACE = (" ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u1680",
+              "\u2000", "\u2009", "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000")
+NOT_WHITESPACE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u180e")
+RUN_LENGTHS = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255,
+               256, 257, 511, 512, 513, 1000)
+
+#: Short texts where splits, contractions and merges decide differently.
+EDGE = (
+    "", "a", "A", "1", "!", "hello world", " hello", "hello ", "  hello  ", "Hello, World!",
+    "it's", "IT'S", "It'S", "we're", "they've", "I'm", "you'll", "he'd", "'s", "'", "''", "'''s",
+    "don't", "DON'T", "l'amour", "rock'n'roll", "it’s", "’s", "a's b't c're d've e'm f'll g'd",
+    "1", "12", "123", "1234", "12345", "123456", "1234567", "12345678901234567890", "3.14159",
+    "1,000,000", "1e10", "-42", "0x1F", "v1.2.3", "٣٤٥", "１２３", "½", "Ⅳ", "²³", "①②",
+    "a1b2c3", "abc123def", "ABC", "aBcDeF", "ÀÉÎÕÜ", "straße", "ﬁ", "Ǆǅǆ", "İı",
+    "e\u0301", "a\u0308\u0301", "\u0301", "\u0301a", " \u0301", "n\u0303o", "각", "\u1100\u1161\u11a8",
+    "Å", "Å", "Ω", "ḱ", "\u0344", "q\u0307\u0323", "ẛ̣",
+    "😀", "😀😀😀", "👍🏽", "👨‍👩‍👧‍👦", "🇻🇳", "🇻🇳🇺🇸", "1️⃣", "❤️", "🏳️‍🌈", " 😀", "a😀b",
+    "漢字", "你好，世界！", "日本語のテキスト", "한국어 텍스트", "ภาษาไทย", "العربية", "עברית",
+    "हिन्दी", "Tiếng Việt có dấu", "Ελληνικά", "русский язык", "ქართული", "አማርኛ", "ᠮᠣᠩᠭᠣᠯ",
+    "\x00", "\x01\x02\x03", "\x07\x08", "\x1b[31mred\x1b[0m", "\x7f", "\x80\x81\x9f", "a\x00b",
+    "\ufffd", "\ufffe", "\uffff", "\U0010fffd", "\U0010ffff", "\ue000", "\uf8ff", "\U000f0000",
+    "\U000e0001\U000e0041", "\ufe0f", "\U000e0100", "\u200e\u200f", "\u202e", "\u2066\u2069",
+    "\\ud83d", "\\ud83d\\ude00", "\\u0000", "\\n\\t", "&#55357;", "%ED%A0%80", "\\x80",
+    "<|endoftext|>", "<s>", "</s>", "<unk>", "<pad>", "[UNK]", "<<>>", "<|", "|>", "|||",
+    "http://example.com/a/b?c=d&e=f#g", "user@example.com", "C:\\path\\to\\file.txt",
+    "def f(x):\n    return x + 1\n", "{\"a\": [1, 2, 3]}", "<div class=\"x\">y</div>",
+    "SELECT * FROM t WHERE a = 'b';", "#!/bin/sh\n\necho \"$1\"\n", "\tindented\n\t\tmore",
+    "---", "...", "!!!", "???", "***", "___", "===", "~~~", "```python\nx\n```", "$$", "%%",
+    "a\nb", "a\n\nb", "a \nb", "a\n b", "a\r\nb", "a \r\n b", "a\t\nb", "\n\n\n", " \n \n ",
+)
+
+#: Long words: runs the model merges far from any split.
+def _long_texts(rng: random.Random) -> list:
+    letters = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(20000))
+    mixed = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+                    for _ in range(12000))
+    return ["a" * 5000, "ab" * 6000, letters, mixed, "1" * 3000, "!" * 3000, "-" * 2000, "." * 2000,
+            "漢" * 3000, "😀" * 1000, "é" * 3000, "\u0301" * 500, " " * 3000, "\n" * 2000,
+            "\t" * 1000, " a" * 3000, "a " * 3000, "word " * 2000]
+
+
+def _code_point_sweep(step: int) -> list:
+    """Texts holding code points of every script (every one below U+0800, then one in
+    ``step`` of each assigned range), each in contexts where the splits decide: next to
+    letters, digits, spaces, apostrophes and itself."""
+    from mintdim_beam.tokenization.accel.unicode14 import ASSIGNED
+
+    points = []
+    for start, end in ASSIGNED:
+        for cp in range(start, end + 1):
+            if cp < 0x800 or (cp - start) % step == 0 or cp == end:
+                points.append(chr(cp))
+    texts, group = [], 24
+    for i in range(0, len(points), group):
+        texts.append("".join(f"a{c}a {c}1{c}{c} {c}'s{c}\n" for c in points[i:i + group]))
+    return texts
+
+
+def probe_texts(added: Sequence[str], vocab_texts: Sequence[str] = (), seed: int = 0,
+                sweep_step: int = 199, randoms: int = 1500) -> list:
+    """The probe's battery for a tokenizer with these added tokens' contents and these
+    vocabulary entries (as texts). Deterministic for a seed."""
+    rng = random.Random(seed)
+    texts = list(EDGE)
+    for ws in WHITESPACE:
+        lengths = RUN_LENGTHS if ws in (" ", "\n", "\t") else RUN_LENGTHS[:12]
+        for n in lengths:
+            run = ws * n
+            texts += [run, "a" + run + "b", run + "a", "a" + run, "1" + run + "!"]
+    for ws in NOT_WHITESPACE:
+        texts += [ws, "a" + ws + "b", " " + ws + " ", ws * 3]
+    for a in WHITESPACE[:8]:
+        for b in WHITESPACE[:8]:
+            texts += [a + b, "x" + a + b + "y", "x" + a + a + b + b + "y"]
+    for content in added:
+        if not content:
+            continue
+        texts += [content, "a" + content + "b", " " + content + " ", content + content, "x" + content,
+                  content + "x", "\n" + content + "\n", content + " " + content, "  " + content + "  ",
+                  "1" + content + "1", content[:-1], content[1:], "'" + content + "'s"]
+    if added:
+        texts += ["".join(added), " ".join(added), "\n".join(added), "a".join(added)]
+    texts += _long_texts(rng)
+    texts += _code_point_sweep(sweep_step)
+    texts += list(vocab_texts)
+    alphabet = (list("abcdefghijklmnopqrstuvwxyz ABCXYZ 0123456789 .,;:!?-'\"()[]{}<>/\\|@#$%^&*_=+~`")
+                + list(WHITESPACE) + list(NOT_WHITESPACE) + ["'s", "'ll", "'D", "’", "  ", "   ", "\n\n"]
+                + list("éßΩжあ中한ا٣½Ⅳ😀") + ["e\u0301", "🇻🇳", "👍🏽", "\x00", "\x7f", "\ufffd"]
+                + [c for c in added if c][:200])
+    for _ in range(randoms):
+        texts.append("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 48))))
+    return texts
+
+
+# ---------------------------------------------------------------------------------
+# The encoder
+
+def _unmap_table() -> dict:
+    """``str.translate`` table from the byte-level alphabet to the bytes as Latin-1
+    characters; every other Latin-1 character to one no byte maps to, so that
+    ``encode("latin-1")`` fails on any character outside the alphabet."""
+    table = {ord(c): chr(b) for b, c in byte_chars().items()}
+    for b in range(256):
+        table.setdefault(b, "\uffff")
+    return table
+
+
+def _token_bytes(token: str, unmap: dict) -> Optional[bytes]:
+    try:
+        return token.translate(unmap).encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+
+
+class _Library:
+    """The fallback without a word encoder: the library's batch call."""
+
+    def __init__(self, tokenizer):
+        self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+
+    def encode_batch(self, texts):
+        encodings = self._encode(list(texts), add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        flat = np.fromiter((i for e in encodings for i in e.ids), dtype=_IDS, count=int(lengths.sum()))
+        return flat, lengths
+
+    def append_long(self, text, out) -> bool:
+        return False
+
+
+class GigatokenBPE:
+    """Encodes texts for one byte-level BPE tokenizer through gigatoken, or through
+    ``fallback`` (an encoder with ``encode_batch``: the word encoder; None: the
+    library) where the module docstring says so, and long texts it does not take
+    through ``long_fallback`` (``append_long``; default ``fallback``).
+
+    ``parallel``: let gigatoken spread one call over its own threads (the in-memory
+    runner on several cores); otherwise it encodes on the calling thread, with the GIL
+    released, as a worker process with a core of its own should.
+
+    The probe runs once, on first use or on :meth:`prepare`; ``reason`` then says why
+    gigatoken is not used (None while it is).
+    """
+
+    def __init__(self, tokenizer, config_text: str, config: dict, fallback=None, parallel: bool = False,
+                 long_fallback=None):
+        self._tokenizer = tokenizer
+        self._config_text = config_text
+        self._config = config
+        self._fallback = fallback if fallback is not None else _Library(tokenizer)
+        self._long_fallback = long_fallback if long_fallback is not None else self._fallback
+        self._parallel = parallel
+        self._nfc = bool(_nfc(config))
+        self._backend = None
+        self._size = 0
+        self._lock = threading.Lock()
+        self._ready = False
+        self.reason: Optional[str] = None
+        self.calls = self.fallback_texts = 0   # for tests and benchmarks
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, config_text: str, fallback=None, parallel: bool = False,
+                      long_fallback=None) -> Optional["GigatokenBPE"]:
+        """The encoder, or None when gigatoken is absent or the configuration is not one
+        it reproduces (checked without loading gigatoken's tokenizer: that and the probe
+        wait for first use)."""
+        if not available():
+            return None
+        try:
+            config = json.loads(config_text)
+        except ValueError:
+            return None
+        if not isinstance(config, dict):
+            return None
+        why = supported(config)
+        if why is not None:
+            return None
+        return cls(tokenizer, config_text, config, fallback, parallel, long_fallback)
+
+    @property
+    def active(self) -> bool:
+        """Whether gigatoken encodes (the probe passed and nothing failed since)."""
+        self.prepare()
+        return self._backend is not None
+
+    def prepare(self) -> None:
+        """Load gigatoken's tokenizer and run the probe, once."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            try:
+                self.reason = self._load_and_probe()
+            except _NOT_GIGATOKEN:
+                raise
+            except BaseException as exc:   # a pyo3 PanicException derives from BaseException
+                self.reason = f"gigatoken failed: {type(exc).__name__}: {str(exc).strip()[:200]}"
+            if self.reason is not None:
+                self._backend = None
+                log.info("gigatoken not used for this tokenizer: %s", self.reason)
+            self._ready = True
+
+    def _load_and_probe(self) -> Optional[str]:
+        from gigatoken.gigatoken_rs import load_hf_json
+
+        backend = load_hf_json(self._config_text)
+        why = probe(self._tokenizer, backend, self._config, self._direct, self._parallel)
+        if why is None:
+            self._backend = backend
+            self._size = int(backend.vocab_size)
+        return why
+
+    def _direct(self, text: str) -> bool:
+        """Whether ``text`` goes to the fallback (see the module docstring)."""
+        if text.isascii():
+            return False
+        if outside_unicode14().search(text) is not None:
+            return True
+        return self._nfc and not unicodedata.is_normalized("NFC", text)
+
+    def _off(self, exc: BaseException) -> None:
+        self._backend = None
+        self.reason = f"gigatoken failed: {type(exc).__name__}: {str(exc).strip()[:200]}"
+        log.warning("gigatoken switched off for the rest of this process: %s", self.reason)
+
+    def _gigatoken(self, texts: list):
+        """(flat int32, lengths) of ``texts`` from gigatoken, or None (switched off)."""
+        backend = self._backend
+        if backend is None:
+            return None
+        try:
+            rows = backend.encode_batch(texts, parallel=self._parallel)
+            layout = rows.layout
+            offsets = np.asarray(layout.offsets.data)
+            ids = np.asarray(layout.content.data)
+            if len(offsets) != len(texts) + 1 or offsets[0] != 0 or ids.dtype != np.uint32:
+                raise ValueError(f"unexpected answer: {len(offsets)} offsets for {len(texts)} texts, {ids.dtype}")
+            flat = ids[:offsets[-1]]
+            if len(flat) and int(flat.max()) >= self._size:
+                raise ValueError(f"an id {int(flat.max())} outside the vocabulary ({self._size})")
+            lengths = np.diff(offsets).astype(np.int64)
+            if len(lengths) and int(lengths.min()) < 0:
+                raise ValueError("offsets out of order")
+            self.calls += 1
+            return flat.view(_IDS), lengths
+        except _NOT_GIGATOKEN:
+            raise
+        except BaseException as exc:
+            self._off(exc)
+            return None
+
+    def encode_batch(self, texts: Sequence[str]) -> tuple:
+        """(flat ids as int32, ids per text), exactly as the tokenizer encodes them.
+
+        Before the probe has run, a call of fewer than ``PROBE_AFTER`` characters goes
+        to the fallback without running it: the launcher's template checks and an
+        encoder's literals do not pay for gigatoken's set-up (workers call
+        :meth:`prepare` first)."""
+        texts = list(texts)
+        if not self._ready and sum(map(len, texts)) < PROBE_AFTER:
+            return self._fallback.encode_batch(texts)
+        self.prepare()
+        if self._backend is None or not texts:
+            return self._fallback.encode_batch(texts)
+        direct = [i for i, t in enumerate(texts) if self._direct(t)]
+        if not direct:
+            got = self._gigatoken(texts)
+            return got if got is not None else self._fallback.encode_batch(texts)
+        if len(direct) == len(texts):
+            self.fallback_texts += len(texts)
+            return self._fallback.encode_batch(texts)
+        keep = np.ones(len(texts), dtype=bool)
+        keep[direct] = False
+        mine = [t for t, k in zip(texts, keep.tolist()) if k]
+        got = self._gigatoken(mine)
+        if got is None:
+            return self._fallback.encode_batch(texts)
+        self.fallback_texts += len(direct)
+        other = self._fallback.encode_batch([texts[i] for i in direct])
+        return _interleave(keep, got, other)
+
+    def append_long(self, text: str, out) -> bool:
+        """Append the ids of one long text to ``out`` (a C ``int`` array); False
+        (nothing appended) when the fallback cannot and the library must encode it
+        whole. gigatoken encodes a long text in one call: its working set is the ids."""
+        self.prepare()
+        if self._backend is not None and not self._direct(text):
+            got = self._gigatoken([text])
+            if got is not None:
+                out.frombytes(np.ascontiguousarray(got[0]).astype(np.intc, copy=False).tobytes())
+                return True
+        return self._long_fallback.append_long(text, out)
+
+
+def _interleave(keep: np.ndarray, mine: tuple, other: tuple) -> tuple:
+    """Rows of ``mine`` where ``keep`` and of ``other`` elsewhere, in text order."""
+    lengths = np.zeros(len(keep), dtype=np.int64)
+    lengths[keep] = mine[1]
+    lengths[~keep] = other[1]
+    flat = np.empty(int(lengths.sum()), dtype=_IDS)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    for rows, flags in ((mine, keep), (other, ~keep)):
+        ids, counts = rows
+        if not len(ids):
+            continue
+        # Each row's destination: its text's start, plus the position inside the row.
+        row_starts = starts[flags]
+        inside = np.arange(len(ids)) - np.repeat(np.cumsum(counts) - counts, counts)
+        flat[np.repeat(row_starts, counts) + inside] = ids
+    return flat, lengths
+
+
+# ---------------------------------------------------------------------------------
+# The probe
+
+def _expected_vocab(tokenizer) -> Optional[dict]:
+    """id -> bytes as the library numbers them: model tokens through the byte map,
+    added tokens as their UTF-8 content. None if a model token is not byte-level."""
+    unmap = _unmap_table()
+    expected = {}
+    for token, i in tokenizer.get_vocab(with_added_tokens=False).items():
+        raw = _token_bytes(token, unmap)
+        if raw is None:
+            return None
+        expected[int(i)] = raw
+    for i, added in tokenizer.get_added_tokens_decoder().items():
+        expected[int(i)] = added.content.encode("utf-8")
+    return expected
+
+
+def _merges(config: dict) -> Optional[list]:
+    unmap = _unmap_table()
+    out = []
+    for merge in (config.get("model") or {}).get("merges") or []:
+        pair = merge.split(" ") if isinstance(merge, str) else merge
+        if len(pair) != 2:
+            return None
+        left, right = _token_bytes(pair[0], unmap), _token_bytes(pair[1], unmap)
+        if left is None or right is None:
+            return None
+        out.append((left, right))
+    return out
+
+
+def _vocab_texts(expected: dict, count: int = 1500) -> list:
+    """Up to ``count`` vocabulary entries that are UTF-8 text, spread over the ids."""
+    entries = [raw for _, raw in sorted(expected.items())]
+    step = max(1, len(entries) // count)
+    texts = []
+    for raw in entries[::step]:
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+    return texts
+
+
+def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
+          texts: Optional[Sequence[str]] = None) -> Optional[str]:
+    """None when gigatoken's ``backend`` agrees with the library's ``tokenizer``
+    (vocabulary, added tokens, merges, the battery's ids); else the first difference.
+
+    ``direct``: texts it says the fallback encodes are left out of the battery (the
+    encoder never gives them to gigatoken). ``texts``: the battery (default
+    :func:`probe_texts`)."""
+    expected = _expected_vocab(tokenizer)
+    if expected is None:
+        return "a vocabulary entry outside the byte-level alphabet"
+    size = max(expected, default=-1) + 1
+    if int(backend.vocab_size) != size:
+        return f"vocabulary size {backend.vocab_size}, the library's {size}"
+    vocab = backend.vocab
+    if len(vocab) != len(expected):
+        return f"{len(vocab)} vocabulary entries, the library's {len(expected)}"
+    for i, raw in expected.items():
+        if vocab.get(i) != raw:
+            return f"id {i} is {vocab.get(i)!r}, the library's {raw!r}"
+    merges = _merges(config)
+    if merges is None or list(backend.merges) != merges:
+        return "merges differ from the library's"
+    if texts is None:
+        added = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
+        texts = probe_texts(added, _vocab_texts(expected))
+    if direct is not None:
+        texts = [t for t in texts if not direct(t)]
+    want = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)] \
+        if hasattr(tokenizer, "encode_batch_fast") else \
+        [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    rows = backend.encode_batch(texts, parallel=parallel)
+    offsets = np.asarray(rows.layout.offsets.data)
+    ids = np.asarray(rows.layout.content.data)
+    if len(offsets) != len(texts) + 1:
+        return f"{len(offsets) - 1} rows for {len(texts)} texts"
+    lengths = np.fromiter(map(len, want), dtype=np.int64, count=len(want))
+    flat = np.fromiter((i for row in want for i in row), dtype=np.int64, count=int(lengths.sum()))
+    if np.array_equal(np.diff(offsets), lengths) and np.array_equal(ids[:offsets[-1]].astype(np.int64), flat):
+        return None
+    for k, row in enumerate(want):
+        got = ids[offsets[k]:offsets[k + 1]].tolist()
+        if got != row:
+            return f"text {texts[k][:60]!r}: {got[:8]} against the library's {row[:8]}"
+    return "the ids differ"
