@@ -79,7 +79,7 @@ def published_part(out: str, index_name: str, number: int) -> str:
 
 def duplicate_part_path(out, task: int) -> str:
     """Duplicate groups found by one digest-range task, sorted by first sample id."""
-    return storage.join(parts_dir(out, "duplicate_index.jsonl"), f"t{task:06d}.jsonl")
+    return storage.join(parts_dir(out, names.DUPLICATE_INDEX), f"t{task:06d}.jsonl")
 
 
 def staged_shard(out, unit: int, shard: int) -> str:

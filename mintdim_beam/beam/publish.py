@@ -143,7 +143,7 @@ def mark_failed(config: BuildConfig, message: str, error: dict | None = None) ->
     directory), while a claim left behind means a build is running or was killed.
     """
     for out in config.outputs:
-        if storage.exists(storage.join(out.path, "manifest.json")) or claims.claimed_by_other(out.path, out.run_id):
+        if storage.exists(storage.join(out.path, names.MANIFEST)) or claims.claimed_by_other(out.path, out.run_id):
             continue
         _write_markers(out, _failure_text(message))
         if error is not None:
@@ -314,15 +314,15 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
         unk_tokens=sum(p.unk_tokens for p in parts),
     )
     summaries = {
-        "histogram.json": indexes.histogram(oplan),
-        "stats.json": stats,
-        "length_field.json": indexes.length_field(slots, out.sequence_template, tok.pad_id, tok.unk_id),
+        names.HISTOGRAM: indexes.histogram(oplan),
+        names.STATS: stats,
+        names.LENGTH_FIELD: indexes.length_field(slots, out.sequence_template, tok.pad_id, tok.unk_id),
     }
     for name, content in summaries.items():
         data = indexes.dumps_file(content).encode("utf-8")
         storage.write_bytes(storage.join(out.path, name), data)
         sums[name] = hashlib.sha256(data).hexdigest()
-    storage.write_text(storage.join(out.path, "build_info.json"),
+    storage.write_text(storage.join(out.path, names.BUILD_INFO),
                        indexes.dumps_file({**build_info, "output": out.path, "run_id": out.run_id}))
     # SHA256SUMS before manifest.json, which records its checksum: the manifest, written
     # last, vouches for every byte of the dataset (build_info.json aside: it describes
@@ -357,9 +357,9 @@ def output_storage(tok, oplan) -> TokenStorage:
 
 def _published_by_this_build(out: OutputSpec) -> bool:
     """``manifest.json`` is there and this build wrote it (its ``build_info.json`` says so)."""
-    if not storage.exists(storage.join(out.path, "manifest.json")):
+    if not storage.exists(storage.join(out.path, names.MANIFEST)):
         return False
-    info_path = storage.join(out.path, "build_info.json")
+    info_path = storage.join(out.path, names.BUILD_INFO)
     info = json.loads(storage.read_bytes(info_path)) if storage.exists(info_path) else {}
     if info.get("run_id") == out.run_id:
         return True
@@ -400,7 +400,7 @@ def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional
             "magic": slots.magic,
         },
         "sequence_template": list(out.sequence_template),
-        "length_field_metadata": "length_field.json",
+        "length_field_metadata": names.LENGTH_FIELD,
         "units": {"sizes": list(oplan.sizes), "declared_sizes": list(oplan.declared)},
         "source": describe_sources(config, out),
         "output": {"samples_per_shard": out.samples_per_shard},
@@ -496,7 +496,7 @@ def latest_fingerprint(root: str) -> Optional[str]:
     build_id = read_latest(root)
     if build_id is None:
         return None
-    path = storage.join(root, build_id, "manifest.json")
+    path = storage.join(root, build_id, names.MANIFEST)
     if not storage.exists(path):
         return None
     found = json.loads(storage.read_bytes(path)).get("fingerprint") or {}
@@ -510,7 +510,7 @@ def write_latest(root: str, build_id: str) -> None:
     stores (gs://, s3://) one object upload replaces the old object in one step. A
     reader sees the old id or the new one, never a mix.
     """
-    if not storage.exists(storage.join(root, build_id, "manifest.json")):
+    if not storage.exists(storage.join(root, build_id, names.MANIFEST)):
         raise FileNotFoundError(f"{root}/{build_id} is not a published build (no manifest.json)")
     storage.write_text(storage.join(root, names.LATEST), build_id + "\n", durable=True)
 

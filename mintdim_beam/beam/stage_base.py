@@ -21,6 +21,7 @@ from mintdim_beam.storage import access as storage_access
 from mintdim_beam.core.config import BuildConfig
 from mintdim_beam.tokenization.adapters import open_tokenizer
 from mintdim_beam.storage import clients
+from mintdim_beam.format import names
 
 NAMESPACE = "mintdim"
 
@@ -77,7 +78,7 @@ class PartResult:
     sha256: tuple = ()     # (index name, sha256 hex) of each part, with index_layout "parts"
     #: The index files this block wrote a part of: with index_layout "file", a part
     #: with no rows is not written (most blocks have no unk, overflow or bad-record rows).
-    written: tuple = ("sample_index.jsonl", "unk_index.jsonl", "overflow_index.jsonl", "bad_record_index.jsonl")
+    written: tuple = (names.SAMPLE_INDEX, names.UNK_INDEX, names.OVERFLOW_INDEX, names.BAD_RECORD_INDEX)
     #: (file, block) of every block whose rows the part holds, in order, when it holds
     #: more than its own (index_layout "file": a run of small blocks, ``index_tasks``).
     blocks: tuple = ()

@@ -33,6 +33,7 @@ from mintdim_beam.errors.read_errors import DatasetAccessError
 from mintdim_beam.reader import output_files
 from mintdim_beam.storage import clients
 from mintdim_beam.storage import files as storage
+from mintdim_beam.format import names
 
 COMMANDS = ("verify", "inspect", "plan", "report", "export")
 EXIT_PROBLEMS = flags.EXIT_PROBLEMS
@@ -348,7 +349,7 @@ def _describe(out, sample, tok) -> dict:
             "token_count": sample.token_count, "hash": sample.hash, "empty_fields": list(sample.empty_fields),
             "segments": segments}
     if sample.sample_id is not None:
-        for name, key in (("unk_index.jsonl", "unk"), ("overflow_index.jsonl", "overflow")):
+        for name, key in ((names.UNK_INDEX, "unk"), (names.OVERFLOW_INDEX, "overflow")):
             for _, row in output_files.iter_index(out.path, name, out.manifest):
                 if isinstance(row, dict) and row.get("sample_id") == sample.sample_id:
                     info[key] = row
@@ -359,7 +360,7 @@ def _describe(out, sample, tok) -> dict:
 def _why_missing(out, sample_id: int) -> DatasetAccessError:
     """Say why a sample id has no record: a bad record, an overflow skip, or out of range."""
 
-    for name in ("bad_record_index.jsonl", "overflow_index.jsonl"):
+    for name in (names.BAD_RECORD_INDEX, names.OVERFLOW_INDEX):
         for _, row in output_files.iter_index(out.path, name, out.manifest):
             if isinstance(row, dict) and row.get("sample_id") == sample_id:
                 where = f"{row.get('source_file')}:{row.get('source_line')}"

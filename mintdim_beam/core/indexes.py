@@ -17,6 +17,7 @@ import pyarrow as pa
 from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
 from mintdim_beam.core.plan import BlockPlan, OutputPlan
 from mintdim_beam.tokenization.unk_rows import json_string
+from mintdim_beam.format import names
 
 
 
@@ -84,7 +85,7 @@ def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> 
                "[]" if empty is None else _strings(empty), ',"shard_record":', _ints_text(records), "}\n")
     sample_rows = _join_rows(n, pieces)
 
-    found = {"unk_index.jsonl": [], "overflow_index.jsonl": [], "bad_record_index.jsonl": []}
+    found = {names.UNK_INDEX: [], names.OVERFLOW_INDEX: [], names.BAD_RECORD_INDEX: []}
     with_unk = unk_tokens = 0
     for (meta, plan, source), c, src in zip(blocks, columns, sources):
         rows = _other_rows(meta, plan, source, src, c, max_unit_size)
@@ -93,7 +94,7 @@ def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> 
         with_unk += rows["samples_with_unk"]
         unk_tokens += rows["unk_tokens"]
     return {
-        "sample_index.jsonl": sample_rows,
+        names.SAMPLE_INDEX: sample_rows,
         **{name: b"".join(parts) if len(parts) != 1 else parts[0] for name, parts in found.items()},
         "stats": {"samples_with_unk": with_unk, "unk_tokens": unk_tokens},
     }
@@ -193,9 +194,9 @@ def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, 
         samples_with_unk = len(owner)
         unk_tokens = unk.tokens
     return {
-        "unk_index.jsonl": unk_rows,
-        "overflow_index.jsonl": "".join(overflow_rows).encode("utf-8"),
-        "bad_record_index.jsonl": "".join(bad_rows).encode("utf-8"),
+        names.UNK_INDEX: unk_rows,
+        names.OVERFLOW_INDEX: "".join(overflow_rows).encode("utf-8"),
+        names.BAD_RECORD_INDEX: "".join(bad_rows).encode("utf-8"),
         "samples_with_unk": samples_with_unk,
         "unk_tokens": unk_tokens,
     }

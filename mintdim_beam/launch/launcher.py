@@ -402,8 +402,8 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
 def published_all(config: BuildConfig) -> bool:
     """Every output has this build's manifest (its ``build_info.json`` names this run)."""
     for out in config.outputs:
-        info = storage.join(out.path, "build_info.json")
-        if not storage.exists(storage.join(out.path, "manifest.json")) or not storage.exists(info):
+        info = storage.join(out.path, names.BUILD_INFO)
+        if not storage.exists(storage.join(out.path, names.MANIFEST)) or not storage.exists(info):
             return False
         if json.loads(storage.read_bytes(info)).get("run_id") != out.run_id:
             return False
@@ -555,7 +555,7 @@ def collect(config: BuildConfig, build_info: dict) -> BuildResult:
     """Read back each published output's stats and shard list."""
     outputs = []
     for out in config.outputs:
-        stats = json.loads(storage.read_bytes(storage.join(out.path, "stats.json")))
+        stats = json.loads(storage.read_bytes(storage.join(out.path, names.STATS)))
         n_seg = len(out.sequence_template)
         shards = []
         for unit, info in stats["units"].items():

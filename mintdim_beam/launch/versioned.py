@@ -50,7 +50,7 @@ def _check_versioned_root(root: str) -> None:
     latest = storage.join(root, names.LATEST)
     if storage.is_local(root) and os.path.lexists(latest) and not os.path.isfile(latest):
         raise errors.OutputValidationError.unusable(root, "latest_not_file", latest)
-    manifest = storage.join(root, "manifest.json")
+    manifest = storage.join(root, names.MANIFEST)
     if storage.exists(manifest):
         raise errors.OutputValidationError.unusable(root, "dataset_as_root", manifest)
 

@@ -51,6 +51,7 @@ from mintdim_beam.format.record_checks import RecordBatch, checksum_problem, par
 from mintdim_beam.format.names import SHARD_PATH as _SHARD_PATH
 from mintdim_beam.reader.sample_index import SampleIndex, as_int, parse_sample_index_pieces
 from mintdim_beam.reader.training import CausalLMDataset
+from mintdim_beam.format import names
 
 
 _log = logging.getLogger(__name__)
@@ -599,7 +600,7 @@ def open_output(path: str, mmap: bool = True, checksums: bool = False, options=N
     return OutputReader(path, mmap=mmap, checksums=checksums, options=options)
 
 
-STATS = "stats.json"
+STATS = names.STATS
 
 
 def _check_shard_counts(meta: Metadata) -> dict:
@@ -626,10 +627,10 @@ def _check_shard_counts(meta: Metadata) -> dict:
         udir = join(meta.path, f"unit_{unit}")
         if is_local(udir) and os.path.lexists(udir) and not os.path.isdir(udir):
             raise ReaderError("unit_not_directory", meta.path, file=f"unit_{unit}")
-        names = list_dir(udir)
-        if "UNIT_BUILD_FAILED.md" in names:
+        entries = list_dir(udir)
+        if names.FAILED_MARKER in entries:
             raise ReaderError("unit_failed", meta.path, file=f"unit_{unit}/UNIT_BUILD_FAILED.md")
-        shards = sorted(n for n in names if _SHARD_FILE.fullmatch(n))
+        shards = sorted(n for n in entries if _SHARD_FILE.fullmatch(n))
         expected = [f"shard_{k:06d}.bin" for k in range(want)]
         if shards != expected or info.get("shards", want) != want:
             raise ReaderError("shard_files" if want else "shard_files_none", meta.path, file=f"unit_{unit}",

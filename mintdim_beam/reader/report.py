@@ -31,6 +31,7 @@ from mintdim_beam.reader import dataset as rd
 from mintdim_beam.errors.read_errors import ReportError  # noqa: F401  (raised here; importable from here)
 from mintdim_beam.reader.unit_planner import LengthHistogram, fit, optimal_sizes
 from mintdim_beam.reader import output_files
+from mintdim_beam.format import names
 
 TOP_UNK_CHARS = 20
 TOP_DUPLICATE_GROUPS = 10
@@ -76,7 +77,7 @@ def gather(path: str) -> ReportData:
     reader = rd.OutputReader(path)
     path = reader.path            # the build a versioned root's LATEST names
     index = reader.index
-    stats = reader.json("stats.json")
+    stats = reader.json(names.STATS)
     for unit in reader.unit_sizes:
         for _ in reader.batches(unit):
             pass
@@ -91,7 +92,7 @@ def gather(path: str) -> ReportData:
                 yield row
 
     top: list = []
-    for k, row in enumerate(rows("duplicate_index.jsonl")):
+    for k, row in enumerate(rows(names.DUPLICATE_INDEX)):
         n = int(row.get("count", 0))
         data.dup_groups += 1
         data.dup_samples += n
@@ -103,7 +104,7 @@ def gather(path: str) -> ReportData:
             heapq.heappushpop(top, item)
     data.dup_top = [row for _, _, row in sorted(top, key=lambda t: (-t[0], -t[1]))]
     template = reader.sequence_template
-    for row in rows("unk_index.jsonl"):
+    for row in rows(names.UNK_INDEX):
         data.unk_samples += 1
         data.unk_tokens += len(row.get("unk_positions") or [])
         seen = set()
@@ -116,13 +117,13 @@ def gather(path: str) -> ReportData:
         for j in row.get("unk_field_indices") or []:
             name = template[j] if 0 <= j < len(template) else f"#{j}"
             data.unk_segments[(j, name)] += 1
-    for row in rows("overflow_index.jsonl"):
+    for row in rows(names.OVERFLOW_INDEX):
         action = row.get("action", "?")
         data.overflow_actions[action] += 1
         data.overflow_lengths.append((int(row.get("token_count", 0)), action))
         if len(data.overflow_rows) < LISTED_ROWS:
             data.overflow_rows.append(row)
-    for row in rows("bad_record_index.jsonl"):
+    for row in rows(names.BAD_RECORD_INDEX):
         data.bad[(row.get("error", "?"), row.get("reason", "?"))] += 1
         if len(data.bad_rows) < LISTED_ROWS:
             data.bad_rows.append(row)

@@ -67,7 +67,7 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
         np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
     truncated = set()
     claims = _LocationClaims(index)
-    for name in ("overflow_index.jsonl", "bad_record_index.jsonl"):
+    for name in (names.OVERFLOW_INDEX, names.BAD_RECORD_INDEX):
         for line, row in output_files.iter_index(meta.path, name, meta.manifest):
             if isinstance(row, dict) and isinstance(row.get("sample_id"), int):
                 claims.add(row["sample_id"], name, line, row.get("source_file"), row.get("source_line"))

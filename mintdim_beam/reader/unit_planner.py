@@ -216,7 +216,7 @@ def dataset_length_histogram(path: str) -> tuple[LengthHistogram, dict]:
     counts = dict(zip(*[x.tolist() for x in np.unique(index.token_count, return_counts=True)]))
     adjusted = {"truncate": 0, "skip": 0}
     written = None
-    for _, row in output_files.iter_index(base, "overflow_index.jsonl"):
+    for _, row in output_files.iter_index(base, names.OVERFLOW_INDEX):
         if not isinstance(row, dict) or row.get("action") not in adjusted:
             continue
         if written is None:

@@ -137,19 +137,19 @@ def _scan_units(chk: Checker, meta: output_files.Metadata, hashed: bool = False)
         chk.problem(name, f"unit directory not in manifest units.sizes {list(meta.unit_sizes)}")
     for unit in meta.unit_sizes:
         udir = f"unit_{unit}"
-        names = storage.list_dir(storage.join(meta.path, udir))
-        if "UNIT_BUILD_FAILED.md" in names:
+        entries = storage.list_dir(storage.join(meta.path, udir))
+        if names.FAILED_MARKER in entries:
             chk.problem(f"{udir}/UNIT_BUILD_FAILED.md", "failure marker present in a published unit")
         numbers = set()
-        for n in names:
+        for n in entries:
             m = SHARD_NAME.match(n)
             if m:
                 numbers.add(int(m.group(1)))
-            elif n not in ("EMPTY_UNIT.md", "UNIT_BUILD_FAILED.md"):
+            elif n not in (names.EMPTY_MARKER, names.FAILED_MARKER):
                 chk.problem(f"{udir}/{n}", "unexpected file in a unit directory")
-        if not numbers and "EMPTY_UNIT.md" not in names:
+        if not numbers and names.EMPTY_MARKER not in entries:
             chk.problem(udir, "unit has no shards and no EMPTY_UNIT.md marker")
-        elif numbers and "EMPTY_UNIT.md" in names:
+        elif numbers and names.EMPTY_MARKER in entries:
             chk.problem(f"{udir}/EMPTY_UNIT.md", "empty-unit marker in a unit that has shards")
         count = max(numbers) + 1 if numbers else 0
         if storage.is_local(meta.path):
@@ -479,26 +479,26 @@ def _check_side_indexes(chk: Checker, meta: output_files.Metadata, index: sample
             return      # a file that cannot be read: listed with the index files
 
     last = -1
-    for n, row in rows("duplicate_index.jsonl", keyed=False):
+    for n, row in rows(names.DUPLICATE_INDEX, keyed=False):
         members = row.get("samples") or []
         sids = [m.get("sample_id") for m in members if isinstance(m, dict)]
         counts["duplicate_groups"] += 1
         counts["duplicate_samples"] += len(members)
         if row.get("count") != len(members) or len(members) < 2:
-            chk.problem("duplicate_index.jsonl", f"count {row.get('count')!r} but {len(members)} samples "
+            chk.problem(names.DUPLICATE_INDEX, f"count {row.get('count')!r} but {len(members)} samples "
                                                   f"(a group holds at least 2)", line=n)
         if sids != sorted(sids) or (sids and sids[0] <= last):
-            chk.problem("duplicate_index.jsonl", "groups must be ordered by first sample_id, members ascending",
+            chk.problem(names.DUPLICATE_INDEX, "groups must be ordered by first sample_id, members ascending",
                         line=n)
         last = sids[0] if sids else last
         for sid in sids:
             r = row_of.get(sid)
             if r is not None and index.hash(r) != row.get("hash"):
-                chk.problem("duplicate_index.jsonl", f"sample {sid} has hash {index.hash(r)} in sample_index.jsonl, "
+                chk.problem(names.DUPLICATE_INDEX, f"sample {sid} has hash {index.hash(r)} in sample_index.jsonl, "
                                                       f"not the group's {row.get('hash')}", line=n)
 
     unk_rows: dict = {}
-    for n, row in rows("unk_index.jsonl"):
+    for n, row in rows(names.UNK_INDEX):
         sid = row["sample_id"]
         positions = row.get("unk_positions") or []
         counts["samples_with_unk"] += 1
@@ -506,11 +506,11 @@ def _check_side_indexes(chk: Checker, meta: output_files.Metadata, index: sample
         unk_rows[sid] = n
         if row.get("unk_count") != len(positions) or len(row.get("unk_chars") or []) != len(positions) \
                 or len(row.get("unk_field_indices") or []) != len(positions):
-            chk.problem("unk_index.jsonl", "unk_count, unk_positions, unk_field_indices and unk_chars disagree "
+            chk.problem(names.UNK_INDEX, "unk_count, unk_positions, unk_field_indices and unk_chars disagree "
                                            "in length", line=n)
         r = row_of.get(sid)
         if r is None:
-            chk.problem("unk_index.jsonl", f"sample {sid} has no sample_index.jsonl row", line=n)
+            chk.problem(names.UNK_INDEX, f"sample {sid} has no sample_index.jsonl row", line=n)
             continue
         unit, shard, rec = int(index.unit[r]), int(index.shard[r]), int(index.record[r])
         if unit not in scans or shard >= len(scans[unit]) or rec >= scans[unit][shard].records:
@@ -534,30 +534,30 @@ def _check_side_indexes(chk: Checker, meta: output_files.Metadata, index: sample
                                lambda x: "payload holds UNK tokens but no unk_index.jsonl row lists its sample")
 
     last = -1
-    for n, row in rows("overflow_index.jsonl"):
+    for n, row in rows(names.OVERFLOW_INDEX):
         counts["overflow_samples"] += 1
         sid, action = row["sample_id"], row.get("action")
         if sid <= last:
-            chk.problem("overflow_index.jsonl", "rows must be in ascending sample_id", line=n)
+            chk.problem(names.OVERFLOW_INDEX, "rows must be in ascending sample_id", line=n)
         last = sid
         if action not in ("truncate", "skip", "extend"):
-            chk.problem("overflow_index.jsonl", f"action {action!r} is not truncate, skip or extend", line=n)
+            chk.problem(names.OVERFLOW_INDEX, f"action {action!r} is not truncate, skip or extend", line=n)
         elif (action == "skip") != (sid not in row_of):
-            chk.problem("overflow_index.jsonl", f"sample {sid} ({action}) "
+            chk.problem(names.OVERFLOW_INDEX, f"sample {sid} ({action}) "
                         + ("still has a sample_index.jsonl row" if action == "skip" else "has no sample_index.jsonl row"),
                         line=n)
         if action == "extend" and row.get("new_unit_size") not in meta.unit_sizes:
-            chk.problem("overflow_index.jsonl", f"new_unit_size {row.get('new_unit_size')!r} is not in "
+            chk.problem(names.OVERFLOW_INDEX, f"new_unit_size {row.get('new_unit_size')!r} is not in "
                                                 f"manifest units.sizes", line=n)
     last = -1
-    for n, row in rows("bad_record_index.jsonl"):
+    for n, row in rows(names.BAD_RECORD_INDEX):
         counts["bad_records"] += 1
         sid = row["sample_id"]
         if sid <= last:
-            chk.problem("bad_record_index.jsonl", "rows must be in ascending sample_id", line=n)
+            chk.problem(names.BAD_RECORD_INDEX, "rows must be in ascending sample_id", line=n)
         last = sid
         if sid in row_of:
-            chk.problem("bad_record_index.jsonl", f"bad record {sid} also has a sample_index.jsonl row", line=n)
+            chk.problem(names.BAD_RECORD_INDEX, f"bad record {sid} also has a sample_index.jsonl row", line=n)
     return counts
 
 
@@ -570,21 +570,21 @@ def _check_summaries(chk: Checker, meta: output_files.Metadata, scans: dict, cou
     shards = {u: sum(1 for s in scans[u] if s.records) for u in meta.unit_sizes}
     unk_found = sum(int(s.unk.sum()) for u in scans for s in scans[u])
     histogram = {str(u): samples[u] for u in meta.unit_sizes}
-    hist = files.get("histogram.json")
+    hist = files.get(names.HISTOGRAM)
     if hist is not None:
         if not isinstance(hist, dict) or list(hist) != list(histogram):
-            chk.problem("histogram.json", f"keys {list(hist) if isinstance(hist, dict) else hist!r} are not "
+            chk.problem(names.HISTOGRAM, f"keys {list(hist) if isinstance(hist, dict) else hist!r} are not "
                                           f"the unit sizes {list(histogram)}")
         else:
             for key, want in histogram.items():
                 if hist[key] != want:
-                    chk.problem("histogram.json", f"unit {key}: {hist[key]!r} samples, recounted {want} "
+                    chk.problem(names.HISTOGRAM, f"unit {key}: {hist[key]!r} samples, recounted {want} "
                                                   f"records in unit_{key}/")
-    stats = files.get("stats.json")
+    stats = files.get(names.STATS)
     if stats is None:
         return
     if not isinstance(stats, dict):
-        chk.problem("stats.json", "must hold a JSON object")
+        chk.problem(names.STATS, "must hold a JSON object")
         return
     slots = sum(samples[u] * u for u in meta.unit_sizes)
     total_tokens = sum(tokens.values())
@@ -608,14 +608,14 @@ def _check_summaries(chk: Checker, meta: output_files.Metadata, scans: dict, cou
                            "padding_ratio": (samples[u] * u - tokens[u]) / (samples[u] * u) if samples[u] else 0.0,
                            "shards": shards[u]} for u in meta.unit_sizes},
     }
-    where = {"duplicate_groups": "duplicate_index.jsonl", "duplicate_samples": "duplicate_index.jsonl",
-             "samples_with_unk": "unk_index.jsonl", "unk_tokens": "unk_index.jsonl",
-             "bad_records": "bad_record_index.jsonl", "overflow_samples": "overflow_index.jsonl"}
+    where = {"duplicate_groups": names.DUPLICATE_INDEX, "duplicate_samples": names.DUPLICATE_INDEX,
+             "samples_with_unk": names.UNK_INDEX, "unk_tokens": names.UNK_INDEX,
+             "bad_records": names.BAD_RECORD_INDEX, "overflow_samples": names.OVERFLOW_INDEX}
     for key, want in expected.items():
-        _compare(chk, "stats.json", key, stats.get(key, "<missing>"), want,
+        _compare(chk, names.STATS, key, stats.get(key, "<missing>"), want,
                  f"recounted from {where.get(key, 'the shards')}")
     if meta.unk_id is not None and unk_found != counts["unk_tokens"]:
-        chk.problem("unk_index.jsonl", f"lists {counts['unk_tokens']} UNK tokens but the shards' written payloads "
+        chk.problem(names.UNK_INDEX, f"lists {counts['unk_tokens']} UNK tokens but the shards' written payloads "
                                        f"hold {unk_found} tokens with the unk id {meta.unk_id}")
 
 
