@@ -47,6 +47,19 @@ def command() -> str:
     return f"{sys.executable} -m {__name__}"
 
 
+def pipeline_runner(runner, given, options):
+    """A context giving the runner to build and run the pipeline on: ``runner``, or, for
+    an FnApiRunner the launcher made (``given``, the runner the caller asked for, was
+    None or a name) in multi-process mode, the one of :func:`worker_processes`."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    own = given is None or isinstance(given, str)
+    if own and type(runner).__name__ == "FnApiRunner" and \
+            options.view_as(DirectOptions).direct_running_mode == MULTI_PROCESSING:
+        return worker_processes(options)
+    return contextlib.nullcontext(runner)
+
+
 @contextlib.contextmanager
 def worker_processes(options):
     """While the pipeline is built and run: the FnApiRunner whose worker processes start

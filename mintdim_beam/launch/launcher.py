@@ -18,7 +18,6 @@ fingerprint equals the latest one.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import datetime as _dt
@@ -45,7 +44,7 @@ from mintdim_beam.errors import job_messages as J
 from mintdim_beam.beam import claims, layout, local_workers
 from mintdim_beam.launch import patterns
 from mintdim_beam.launch import preflight
-from mintdim_beam.launch.quiet_logs import silenced
+from mintdim_beam.launch.quiet_logs import quiet_when_asked
 from mintdim_beam.beam import publish
 from mintdim_beam.beam import retention
 from mintdim_beam.storage import files as storage
@@ -122,7 +121,7 @@ def make_options(options=None) -> PipelineOptions:
 
 def resolve_runner(runner, options: PipelineOptions):
     """A runner object or name; local names become the FnApiRunner (its worker
-    processes, in multi-process mode, start as :func:`pipeline_runner` says)."""
+    processes, in multi-process mode, start as ``local_workers.pipeline_runner`` says)."""
     if runner is None:
         runner = options.view_as(StandardOptions).runner
     if isinstance(runner, str) or runner is None:
@@ -146,19 +145,6 @@ def _named_runner(name: str):
         raise errors.PipelineValidationError.invalid(
             problem=problem.en, rules=[J.RUNNER_RULE.en], problem_vi=problem.vi,
             rules_vi=[J.RUNNER_RULE.vi]) from None
-
-
-def pipeline_runner(runner, given, options: PipelineOptions):
-    """A context giving the runner to build and run the pipeline on: ``runner``, or, for
-    the FnApiRunner the launcher made (``given``: the ``runner`` argument was None or a
-    name) in multi-process mode, one whose workers start with this package's entry point
-    (``local_workers``: their records go to the launcher's logging only, so ``--quiet``
-    and ``--log-level`` hold)."""
-    own = given is None or isinstance(given, str)
-    if own and type(runner).__name__ == "FnApiRunner" and \
-            options.view_as(DirectOptions).direct_running_mode == local_workers.MULTI_PROCESSING:
-        return local_workers.worker_processes(options)
-    return contextlib.nullcontext(runner)
 
 
 def flag_names(flags) -> set:
@@ -265,16 +251,9 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
     return InputDigests(files, round(time.monotonic() - started, 3))
 
 
+@quiet_when_asked
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
            echo=print, input_digests=None, quiet: bool = False, input_sizes=None) -> BuildResult:
-    """:func:`_launch`; with ``quiet``, log records go nowhere where logging is unconfigured
-    (``quiet_logs.silenced``)."""
-    with silenced(quiet):
-        return _launch(config, runner, options, ask, interactive, echo, input_digests, quiet, input_sizes)
-
-
-def _launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
-            echo=print, input_digests=None, quiet: bool = False, input_sizes=None) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
 
     ``options``: a list of Beam flags or a ``PipelineOptions``. ``input_digests``: the
@@ -387,7 +366,7 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
     ``mintdim`` counters ({} when it reports none). ``on_counters``: shown a live
     runner's counters while it runs (``build_progress.wait``). ``groups``: the block
     plan (``blocks.plan_groups``) the launcher made. ``given``: the runner the caller
-    named (:func:`pipeline_runner`).
+    named (``local_workers.pipeline_runner``).
 
     ``input_digests``: None (the pipeline hashes the inputs), an ``InputDigests``, or a
     future of one still being computed. It is awaited before the transforms are built:
@@ -412,7 +391,7 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
                  and usable_cores() > 1)
     build_info["accelerators"] = config.accelerators
     build_info["bpe_word_encoder"] = words and config.accelerators
-    with pipeline_runner(runner_obj, given, opts) as runner_obj:
+    with local_workers.pipeline_runner(runner_obj, given, opts) as runner_obj:
         p = beam.Pipeline(runner=runner_obj, options=opts)
         _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
                                          word_encoder=words, encode_sharers=build_info["encode_sharers"],
@@ -583,7 +562,7 @@ def length_histograms(config: BuildConfig, runner=None, options=None, workdir: O
     own_dir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="mintdim-plan-")
     try:
-        with pipeline_runner(runner_obj, runner, opts) as runner_obj, \
+        with local_workers.pipeline_runner(runner_obj, runner, opts) as runner_obj, \
                 beam.Pipeline(runner=runner_obj, options=opts) as p:
             _ = (p
                  | "CountTokenLengths" >> CountTokenLengths(config, sizes)
@@ -641,18 +620,10 @@ def _check_versioned_root(root: str) -> None:
         raise errors.OutputValidationError.unusable(root, "dataset_as_root", manifest)
 
 
+@quiet_when_asked
 def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
                      build_id: Optional[str] = None, ask=None, interactive=None,
                      echo=print, quiet: bool = False, keep: Optional[int] = None) -> VersionedResult:
-    """:func:`_launch_versioned`, as quiet as :func:`launch`."""
-    with silenced(quiet):
-        return _launch_versioned(config, runner, options, skip_unchanged, build_id, ask, interactive, echo, quiet,
-                                 keep)
-
-
-def _launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
-                      build_id: Optional[str] = None, ask=None, interactive=None,
-                      echo=print, quiet: bool = False, keep: Optional[int] = None) -> VersionedResult:
     """Treat every output directory as a versioned root: build into ``ROOT/<build-id>/``.
 
     After every output is published, each ``ROOT/LATEST`` is replaced (atomically) by

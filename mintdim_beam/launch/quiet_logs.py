@@ -14,6 +14,8 @@ build the process is as it was.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import logging
 
 
@@ -31,3 +33,17 @@ def silenced(quiet: bool):
         yield
     finally:
         root.removeHandler(handler)
+
+
+def quiet_when_asked(launch):
+    """``launch`` (a function with a ``quiet`` argument), run inside :func:`silenced`
+    when it is called with ``quiet`` true."""
+    signature = inspect.signature(launch)
+
+    @functools.wraps(launch)
+    def run(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        with silenced(bool(bound.arguments.get("quiet", False))):
+            return launch(*args, **kwargs)
+
+    return run
