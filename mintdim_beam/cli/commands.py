@@ -17,8 +17,9 @@ so a typo is a usage error instead of a flag Beam silently drops.
 ROOT/<build-id>/ and ROOT/LATEST is replaced by the new id once every output is
 published. --skip-unchanged hashes the inputs first and builds nothing (exit 0) when
 every root's latest build has the same fingerprint, which is what a nightly cron entry
-wants; --keep N then removes each root's complete builds older than its N newest. SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that
-say so (exit 130). Exit codes: flags.EXIT_CODES_HELP.
+wants; --keep N then removes each root's complete builds older than its N newest.
+SIGTERM and Ctrl-C stop the build and leave UNIT_BUILD_FAILED.md markers that say so
+(exit 130). Exit codes: flags.EXIT_CODES_HELP.
 
 A build shows its progress on stderr (one redrawn line on a terminal, a line every 10 s
 otherwise) and closes with a summary line; --quiet turns the progress off.

@@ -65,4 +65,3 @@ def unk_error(config: BuildConfig, outputs: list, unk_counts: dict) -> Optional[
         if unk > most:
             return errors.BuildLimitError.too_much_unk(out.path, tokens, unk, samples, limit, most).to_dict()
     return None
-

@@ -126,9 +126,12 @@ class UnitBuildJob:
         """
         config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout,
                              max_bad_records, max_unk_fraction)
-        from mintdim_beam.launch.launcher import launch  # Beam is imported only when a build runs
+        from mintdim_beam.launch.quiet_logs import silenced
 
-        return launch(config, runner=runner, options=options, echo=echo, quiet=quiet)
+        with silenced(quiet):    # Beam's import logs a warning too
+            from mintdim_beam.launch.launcher import launch  # Beam is imported only when a build runs
+
+            return launch(config, runner=runner, options=options, echo=echo, quiet=quiet)
 
 
 def pipeline(name: str) -> UnitBuildJob:

@@ -41,9 +41,10 @@ from mintdim_beam.storage import line_blocks
 from mintdim_beam.launch import build_progress
 from mintdim_beam import errors
 from mintdim_beam.errors import job_messages as J
-from mintdim_beam.beam import claims, layout
+from mintdim_beam.beam import claims, layout, local_workers
 from mintdim_beam.launch import patterns
 from mintdim_beam.launch import preflight
+from mintdim_beam.launch.quiet_logs import quiet_when_asked
 from mintdim_beam.storage import files as storage
 from mintdim_beam.storage import access as storage_access
 from mintdim_beam.core.config import BuildConfig
@@ -117,7 +118,8 @@ def make_options(options=None) -> PipelineOptions:
 
 
 def resolve_runner(runner, options: PipelineOptions):
-    """A runner object or name; local names become the FnApiRunner."""
+    """A runner object or name; local names become the FnApiRunner (its worker
+    processes, in multi-process mode, start as ``local_workers.pipeline_runner`` says)."""
     if runner is None:
         runner = options.view_as(StandardOptions).runner
     if isinstance(runner, str) or runner is None:
@@ -302,6 +304,7 @@ def hash_inputs(config: BuildConfig, threads: int = HASH_THREADS) -> InputDigest
     return InputDigests(files, round(time.monotonic() - started, 3))
 
 
+@quiet_when_asked
 def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive=None,
            echo=print, input_digests=None, quiet: bool = False, input_sizes=None) -> BuildResult:
     """Check, build and publish; raise the spec's error when the build cannot finish.
@@ -310,7 +313,8 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     input files already hashed (a versioned build that checked for changes). Otherwise
     a local build hashes them on a thread while the pipeline is prepared, and other
     runners hash them in a pipeline step alongside the build. ``quiet``: no progress
-    display on stderr (``progress``); the result lines still go to ``echo``.
+    display on stderr (``progress``) and, where logging is unconfigured, no log record
+    either (``quiet_logs``); the result lines still go to ``echo``.
     ``input_sizes``: ``{path: size}`` of the inputs already listed
     (``patterns.expand_sizes``, as ``versioned.launch_versioned`` does).
 
@@ -373,7 +377,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     try:
         with shown.context:
             counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters,
-                                     groups)
+                                     groups, given=runner)
     except BaseException as exc:  # KeyboardInterrupt/SIGTERM too: say what happened
         if not (isinstance(exc, KeyboardInterrupt) and published_all(config)):
             raise _build_error(config, exc) from None
@@ -411,11 +415,12 @@ def published_all(config: BuildConfig) -> bool:
 
 
 def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_info: dict,
-                  input_digests, on_counters=None, groups=None) -> dict:
+                  input_digests, on_counters=None, groups=None, given=None) -> dict:
     """Run the build to completion; close what the runner opened; return the runner's
     ``mintdim`` counters ({} when it reports none). ``on_counters``: shown a live
     runner's counters while it runs (``build_progress.wait``). ``groups``: the block
-    plan (``blocks.plan_groups``) the launcher made.
+    plan (``blocks.plan_groups``) the launcher made. ``given``: the runner the caller
+    named (``local_workers.pipeline_runner``).
 
     ``input_digests``: None (the pipeline hashes the inputs), an ``InputDigests``, or a
     future of one still being computed. It is awaited before the transforms are built:
@@ -432,7 +437,6 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
             "bytes": sum(size for size, _ in input_digests.files.values()),
             "seconds": input_digests.seconds,
         }
-    p = beam.Pipeline(runner=runner_obj, options=opts)
     pipelined = delivers_finish_bundle(build_info.get("runner"))
     # One process with several cores (the local in-memory runner): the tokenizer's
     # own threads beat a word-by-word encoder on one core.
@@ -441,10 +445,12 @@ def _run_pipeline(config: BuildConfig, runner_obj, opts: PipelineOptions, build_
                  and usable_cores() > 1)
     build_info["accelerators"] = config.accelerators
     build_info["bpe_word_encoder"] = words and config.accelerators
-    _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
-                                     word_encoder=words, encode_sharers=build_info["encode_sharers"],
-                                     groups=groups)
-    result = p.run()
+    with local_workers.pipeline_runner(runner_obj, given, opts) as runner_obj:
+        p = beam.Pipeline(runner=runner_obj, options=opts)
+        _ = p | "UnitBuild" >> UnitBuild(config, build_info, digests, pipeline_blocks=pipelined,
+                                         word_encoder=words, encode_sharers=build_info["encode_sharers"],
+                                         groups=groups)
+        result = p.run()
     try:
         state = build_progress.wait(result, build_info.get("runner"), on_counters)
     finally:
@@ -610,7 +616,8 @@ def length_histograms(config: BuildConfig, runner=None, options=None, workdir: O
     own_dir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="mintdim-plan-")
     try:
-        with beam.Pipeline(runner=runner_obj, options=opts) as p:
+        with local_workers.pipeline_runner(runner_obj, runner, opts) as runner_obj, \
+                beam.Pipeline(runner=runner_obj, options=opts) as p:
             _ = (p
                  | "CountTokenLengths" >> CountTokenLengths(config, sizes)
                  | "WriteHistograms" >> beam.Map(_write_histogram, workdir))

@@ -21,6 +21,7 @@ from mintdim_beam.beam import claims, publish, retention
 from mintdim_beam.core.config import BuildConfig, check_build_id, check_keep
 from mintdim_beam.format import names
 from mintdim_beam.launch import launcher, patterns, preflight
+from mintdim_beam.launch.quiet_logs import quiet_when_asked
 from mintdim_beam.storage import access as storage_access
 from mintdim_beam.storage import clients
 from mintdim_beam.storage import files as storage
@@ -55,6 +56,7 @@ def _check_versioned_root(root: str) -> None:
         raise errors.OutputValidationError.unusable(root, "dataset_as_root", manifest)
 
 
+@quiet_when_asked
 def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchanged: bool = False,
                      build_id: Optional[str] = None, ask=None, interactive=None,
                      echo=print, quiet: bool = False, keep: Optional[int] = None) -> VersionedResult:

@@ -223,3 +223,19 @@ def test_a_versioned_build_that_fails_a_limit_leaves_latest_alone(tmp_path):
         launch_versioned(strict, echo=quiet, quiet=True, build_id="b2")
     assert (root / "LATEST").read_text() == "b1\n"
     assert not (Path(root) / "b2" / "manifest.json").exists()
+
+
+def test_a_build_whose_output_gets_no_sample_exits_2_naming_its_counts(tmp_path, capsys):
+    """Every line a bad record, skipped: the build fails rather than publish an empty dataset."""
+    src = write_jsonl(tmp_path / "a.jsonl", _rows(bad=999, unk=0, good=0))
+    job = {"source": {"files": [src], "fields": [["t"]], "templates": ["{t}"]},
+           "tokenizer": {"sentencepiece": [SP]}, "units": {"sizes": [[16]], "build_batch": [64]},
+           "output": {"dir": str(tmp_path / "out"), "samples_per_shard": [4]},
+           "run": {"on_bad_record": "skip", "on_template_unk": "continue"}}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    english, vietnamese = refused_by_cli(
+        capsys, ["build", str(tmp_path / "job.json"), "--quiet"], "BuildLimitError",
+        "Output received no sample; nothing was published.", f"Directory: {tmp_path / 'out'}",
+        "Samples read: 999", "Bad records: 999 (left out by on_bad_record skip)")
+    assert "Bad record: 999 (bị bỏ qua bởi on_bad_record skip)" in vietnamese
+    assert_nothing_published(tmp_path / "out")
