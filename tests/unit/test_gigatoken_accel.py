@@ -354,3 +354,23 @@ def test_two_threads_at_once_give_the_library_ids():
     run_in_threads(work, len(batches))
     for k, texts in enumerate(batches):
         _assert_same(results[k], wants[k], texts)
+
+
+def test_the_growing_cache_is_dropped_by_loading_gigatoken_again(monkeypatch):
+    """gigatoken's word cache only grows; past the budget its tokenizer is loaded again
+    from the same bytes, and the ids stay the library's."""
+    text = (TESTDATA / "hf_bytelevel_bpe.json").read_text(encoding="utf-8")
+    tok, enc = _encoder(text)
+    assert enc.active
+    first = enc._backend
+    monkeypatch.setattr(gigatoken_bpe, "CACHE_BUDGET", -1)     # every call is over budget
+    texts = _texts(16, 400)
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+    assert enc.reloads == 1 and enc._backend is not first and enc.active
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+    assert enc.reloads == 2
+    monkeypatch.setattr(gigatoken_bpe, "CACHE_BUDGET", 1 << 40)
+    monkeypatch.setattr(gigatoken_bpe, "_rss", lambda: None)    # no /proc: by characters instead
+    monkeypatch.setattr(gigatoken_bpe, "CACHE_CHARS", 10)
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+    assert enc.reloads == 3

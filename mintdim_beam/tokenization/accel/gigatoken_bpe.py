@@ -33,10 +33,12 @@ batch: a text holding a code point that is not assigned in Unicode 14 (or a lone
 surrogate), and, under an NFC normalizer, a text that NFC would change (the argument of
 ``bpe_words``). Every batch's answer is checked for shape (one row per text, ids inside
 the vocabulary); an error, a panic or a wrong shape switches gigatoken off for the
-process and the batch is encoded again by the fallback, so a build never fails and
-never writes an id because of gigatoken. UNK positions and offsets (the UNK audit) still
+process and the batch is encoded again by the fallback: a failure it can see never
+fails a build and never reaches its ids. UNK positions and offsets (the UNK audit) still
 come from the library: the adapter asks it for the offsets of the texts whose ids hold
-the unknown id.
+the unknown id. gigatoken's word cache only grows, so its tokenizer is loaded again
+from the same bytes whenever the process has grown by ``CACHE_BUDGET`` since
+(``GigatokenBPE._recycle``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ MIN_VERSION = (0, 10)
 
 #: Calls of fewer characters do not set gigatoken up (``GigatokenBPE.encode_batch``).
 PROBE_AFTER = 1 << 16
+
+#: gigatoken keeps every distinct word it has seen, in a cache that only grows (0.10:
+#: about 10 bytes per character of distinct words, 3 GiB after 340 MB of words that
+#: never repeat) and that goes with its tokenizer object. So the tokenizer is loaded
+#: again from the same bytes once the process has grown by this much since it was
+#: loaded (resident set, ``/proc/self/statm``), or, where that cannot be read, after
+#: ``CACHE_CHARS`` characters.
+CACHE_BUDGET = 256 << 20
+CACHE_CHARS = 1 << 26
 
 #: Ids are handed over as int32, the type of the word encoder's ids.
 _IDS = np.int32
@@ -310,7 +321,8 @@ class GigatokenBPE:
         self._lock = threading.Lock()
         self._ready = False
         self.reason: Optional[str] = None
-        self.calls = self.fallback_texts = 0   # for tests and benchmarks
+        self.calls = self.fallback_texts = self.reloads = 0   # for tests and benchmarks
+        self._since_load, self._base_rss = 0, None
 
     @classmethod
     def for_tokenizer(cls, tokenizer, config_text: str, fallback=None, parallel: bool = False,
@@ -363,7 +375,35 @@ class GigatokenBPE:
         if why is None:
             self._backend = backend
             self._size = int(backend.vocab_size)
+            self._since_load, self._base_rss = 0, _rss()
         return why
+
+    def _recycle(self, texts: list) -> None:
+        """Load gigatoken's tokenizer again when its cache has grown past the budget
+        (``CACHE_BUDGET``): the same bytes, the same gigatoken, so the probe holds.
+        Called after a call returns, so that nothing of this thread still holds the old
+        tokenizer when it is dropped."""
+        self._since_load += sum(map(len, texts))
+        rss = _rss()
+        grown = (rss - self._base_rss > CACHE_BUDGET) if rss is not None else self._since_load > CACHE_CHARS
+        if not grown:
+            return
+        from gigatoken.gigatoken_rs import load_hf_json
+
+        with self._lock:
+            if self._backend is None:
+                return
+            self._backend = None        # the old cache goes once the calls using it return
+            try:
+                self._backend = load_hf_json(self._config_text)
+            except _NOT_GIGATOKEN:
+                raise
+            except BaseException as exc:
+                self._off(exc)
+                return
+            self.reloads += 1
+            after = _rss()
+            self._since_load, self._base_rss = 0, after
 
     def _direct(self, text: str) -> bool:
         """Whether ``text`` goes to the fallback (see the module docstring)."""
@@ -420,7 +460,10 @@ class GigatokenBPE:
         direct = [i for i, t in enumerate(texts) if self._direct(t)]
         if not direct:
             got = self._gigatoken(texts)
-            return got if got is not None else self._fallback.encode_batch(texts)
+            if got is None:
+                return self._fallback.encode_batch(texts)
+            self._recycle(texts)
+            return got
         if len(direct) == len(texts):
             self.fallback_texts += len(texts)
             return self._fallback.encode_batch(texts)
@@ -430,6 +473,7 @@ class GigatokenBPE:
         got = self._gigatoken(mine)
         if got is None:
             return self._fallback.encode_batch(texts)
+        self._recycle(mine)
         self.fallback_texts += len(direct)
         other = self._fallback.encode_batch([texts[i] for i in direct])
         return _interleave(keep, got, other)
@@ -442,9 +486,28 @@ class GigatokenBPE:
         if self._backend is not None and not self._direct(text):
             got = self._gigatoken([text])
             if got is not None:
+                self._recycle([text])
                 out.frombytes(np.ascontiguousarray(got[0]).astype(np.intc, copy=False).tobytes())
                 return True
         return self._long_fallback.append_long(text, out)
+
+
+_PAGE = None
+
+
+def _rss() -> Optional[int]:
+    """This process's resident set in bytes, or None where ``/proc`` has no ``statm``."""
+    global _PAGE
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    if _PAGE is None:
+        import os
+
+        _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    return pages * _PAGE
 
 
 def _interleave(keep: np.ndarray, mine: tuple, other: tuple) -> tuple:
