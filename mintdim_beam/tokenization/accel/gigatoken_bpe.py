@@ -326,7 +326,7 @@ class _Library:
 
 
 class GigatokenBPE:
-    """Encodes texts for one byte-level BPE tokenizer through gigatoken, or through
+    """Encodes texts for one BPE tokenizer through gigatoken, or through
     ``fallback`` (an encoder with ``encode_batch``: the word encoder; None: the
     library) where the module docstring says so, and long texts it does not take
     through ``long_fallback`` (``append_long``; default ``fallback``).
@@ -417,7 +417,10 @@ class GigatokenBPE:
         tokenizer when it is dropped."""
         self._since_load += sum(map(len, texts))
         rss = _rss()
-        grown = (rss - self._base_rss > CACHE_BUDGET) if rss is not None else self._since_load > CACHE_CHARS
+        if rss is not None and self._base_rss is not None:
+            grown = rss - self._base_rss > CACHE_BUDGET
+        else:
+            grown = self._since_load > CACHE_CHARS
         if not grown:
             return
         from gigatoken.gigatoken_rs import load_hf_json
