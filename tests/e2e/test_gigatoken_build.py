@@ -33,8 +33,10 @@ ROWS = [
 PROCESSES = ["--direct_running_mode=multi_processing", "--direct_num_workers=1"]
 
 
-@pytest.mark.parametrize("options", [PROCESSES, None], ids=["processes", "in_memory"])
-def test_builds_with_and_without_accelerators_publish_the_same_bytes(tmp_path, monkeypatch, options):
+@pytest.mark.parametrize("tokenizer,options", [("hf_bytelevel_bpe.json", PROCESSES), ("hf_bytelevel_bpe.json", None),
+                                               ("llama2", None)],
+                         ids=["processes", "in_memory", "sentencepiece_style"])
+def test_builds_with_and_without_accelerators_publish_the_same_bytes(tmp_path, monkeypatch, tokenizer, options):
     calls = []
     real = gigatoken_bpe.GigatokenBPE._gigatoken
 
@@ -43,12 +45,18 @@ def test_builds_with_and_without_accelerators_publish_the_same_bytes(tmp_path, m
         return real(self, texts)
 
     monkeypatch.setattr(gigatoken_bpe.GigatokenBPE, "_gigatoken", counted)
+    path = TESTDATA / tokenizer
+    if tokenizer == "llama2":       # a SentencePiece BPE with byte fallback, as HF converts one
+        from test_gigatoken_accel import _sentencepiece_style
+
+        path = tmp_path / "llama2.json"
+        path.write_text(_sentencepiece_style("llama2"), encoding="utf-8")
     data = write_jsonl(tmp_path / "in.jsonl", ROWS)
     outs = {}
     for accelerators in (True, False):
         out = str(tmp_path / f"out_{accelerators}")
         run_pipeline(files=[data], fields=[["q", "a"]], templates=["Q: {q}\nA: {a}"], tokenizer_kind="hf_json",
-                     tokenizer_files=[str(TESTDATA / "hf_bytelevel_bpe.json")], sizes=[[16, 64, 256]],
+                     tokenizer_files=[str(path)], sizes=[[16, 64, 256]],
                      samples_per_shard=[16], output_dirs=out, on_overflow="truncate",
                      on_template_unk="continue", build_batch=(7,), options=options, accelerators=accelerators)
         outs[accelerators] = out

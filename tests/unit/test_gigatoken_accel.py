@@ -374,3 +374,73 @@ def test_the_growing_cache_is_dropped_by_loading_gigatoken_again(monkeypatch):
     monkeypatch.setattr(gigatoken_bpe, "CACHE_CHARS", 10)
     _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
     assert enc.reloads == 3
+
+
+def _sentencepiece_style(shape: str) -> str:
+    """A SentencePiece BPE with byte fallback as HF converts one (Llama 2: a
+    ``Prepend``/``Replace`` normalizer; Mistral-like: a ``Metaspace`` pre-tokenizer),
+    trained here on the test corpus, its 256 ``<0xXX>`` tokens in the model's vocabulary
+    and a pad token configured."""
+    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    if shape == "llama2":
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    specials = ["<unk>", "<s>", "</s>", "<pad>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tok.train_from_iterator((TESTDATA / "corpus.txt").read_text(encoding="utf-8").splitlines(),
+                            trainers.BpeTrainer(vocab_size=800, special_tokens=specials, show_progress=False))
+    tok.enable_padding(pad_id=3, pad_token="<pad>")
+    config = json.loads(tok.to_str())
+    kept = []
+    for token in config["added_tokens"]:
+        if token["content"].startswith("<0x"):
+            config["model"]["vocab"][token["content"]] = token["id"]
+        else:
+            kept.append(token)
+    config["added_tokens"] = kept
+    return json.dumps(config, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("shape", ["llama2", "metaspace"])
+def test_sentencepiece_style_bpe_gives_the_library_ids(shape, tmp_path):
+    text = _sentencepiece_style(shape)
+    assert gigatoken_bpe.sentencepiece_style(json.loads(text))
+    tok, enc = _encoder(text)
+    assert enc is not None and enc.active, enc and enc.reason
+    texts = _texts(17) + ["\u2581", "<0x41>", "a  b", " lead", "trail ", "漢字 😀 \x00"]
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+    path = tmp_path / "spiece.json"
+    path.write_text(text, encoding="utf-8")
+    fast = load_tokenizer(HF_JSON, str(path), path.read_bytes(), threads=1)
+    plain = load_tokenizer(HF_JSON, str(path), path.read_bytes(), threads=1, accelerators=False)
+    fast.prepare()
+    assert isinstance(fast._words, GigatokenBPE) and fast._words.active
+    got, want = fast.encode_batch(texts), plain.encode_batch(texts)
+    assert np.array_equal(got[1], want[1]) and np.array_equal(got[0].astype(np.int64), want[0].astype(np.int64))
+
+
+def test_sentencepiece_style_without_every_byte_token_is_refused_by_the_probe():
+    """The library gives ``<unk>`` for a byte that has no token; gigatoken does not: the
+    probe sees it on the battery's CJK and emoji, and the library encodes."""
+    config = json.loads(_sentencepiece_style("llama2"))
+    for b in range(0xE4, 0xEA):
+        config["model"]["vocab"][f"zz{b}"] = config["model"]["vocab"].pop(f"<0x{b:02X}>")
+    text = json.dumps(config, ensure_ascii=False)
+    tok, enc = _encoder(text)
+    assert not enc.active and enc.reason.startswith("text ")
+    texts = ["中文 a", "x 漢字 y"]
+    _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
+
+
+@pytest.mark.parametrize("change", [
+    lambda c: c.__setitem__("normalizer", {"type": "NFC"}),
+    lambda c: c["normalizer"]["normalizers"].reverse(),
+    lambda c: c.__setitem__("pre_tokenizer", {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}),
+], ids=["nfc", "replace_first", "byte_level"])
+def test_other_byte_fallback_configurations_are_refused(change):
+    config = json.loads(_sentencepiece_style("llama2"))
+    change(config)
+    assert not gigatoken_bpe.sentencepiece_style(config) and supported(config) is not None

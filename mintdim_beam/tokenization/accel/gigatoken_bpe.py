@@ -1,8 +1,9 @@
-"""Byte-level BPE ``tokenizer.json`` files encoded by gigatoken, checked against the library.
+"""BPE ``tokenizer.json`` files encoded by gigatoken, checked against the library.
 
-gigatoken (MIT, ``pip install mintdim-beam[fast]``) re-implements byte-level BPE in
-Rust: a SIMD split for the pre-tokenizer patterns it knows, a word cache, merges by
-rank, one call per batch of texts with the GIL released. It is an optional dependency,
+gigatoken (MIT, ``pip install mintdim-beam[fast]``) re-implements byte-level BPE (and
+SentencePiece-style BPE with byte fallback) in Rust: a SIMD split for the pre-tokenizer
+patterns it knows, a word cache, merges by rank, one call per batch of texts with the
+GIL released. It is an optional dependency,
 and it is not trusted: in version 0.10 it silently ignores parts of a configuration
 (``single_word``, ``lstrip`` and ``rstrip`` of added tokens, ``end_of_word_suffix``,
 BPE dropout, a missing pre-tokenizer), classifies code points assigned after Unicode
@@ -12,14 +13,17 @@ by gigatoken only when every one of these holds, and by the library (or the word
 encoder of ``bpe_words``) otherwise:
 
 1. its configuration is one this module knows gigatoken reproduces (``supported``): a
-   BPE model without dropout, subword prefix or suffix, or byte fallback; no
-   normalizer, or NFC; a ``ByteLevel`` pre-tokenizer (with the GPT-2 split), or
-   ``Split`` regexes followed by a ``ByteLevel`` without one (Llama 3, Qwen, ...);
-   added tokens without ``single_word``, ``lstrip`` or ``rstrip``;
+   BPE model without dropout, subword prefix or suffix; then either byte-level (no byte
+   fallback; no normalizer, or NFC; a ``ByteLevel`` pre-tokenizer with the GPT-2
+   split, or ``Split`` regexes followed by a ``ByteLevel`` without one: GPT-2, NeoX,
+   Llama 3, Qwen, ...) or SentencePiece-style (byte fallback; ``▁`` for spaces by a
+   ``Prepend``/``Replace`` normalizer or a ``Metaspace`` pre-tokenizer: Llama 2,
+   Mistral, ...); added tokens without ``single_word``, ``lstrip`` or ``rstrip``;
 2. gigatoken loads it (it refuses a split regex it has no implementation of, a
    vocabulary without all 256 bytes, other model types) without an error or a panic;
 3. the probe (``probe``), once per process on first use: gigatoken's vocabulary,
-   byte for byte and id for id, equals the library's (model and added tokens), its
+   byte for byte and id for id, equals the library's (model and added tokens; a
+   ``<0xXX>`` token is its byte), its
    merges are the library's in the same order, and it gives the library's ids on a
    battery of edge texts (``probe_texts``): whitespace runs of every kind and many
    lengths, each added token alone, glued to words, between spaces and repeated,
@@ -46,6 +50,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import threading
 import unicodedata
 from typing import Optional, Sequence
@@ -137,6 +142,31 @@ def _byte_level(pre: Optional[dict]) -> bool:
     return True
 
 
+#: SentencePiece's word boundary, as HF's converted SentencePiece BPE files spell it.
+SPIECE_SPACE = "\u2581"
+
+
+def sentencepiece_style(config: dict) -> bool:
+    """A SentencePiece BPE with byte fallback as HF converts one (Llama 2, Mistral,
+    Gemma): spaces become ``▁`` and a word boundary is prepended, by the normalizer
+    (``Prepend`` then ``Replace``, no pre-tokenizer) or by a ``Metaspace``
+    pre-tokenizer (no normalizer); unknown characters become ``<0xXX>`` byte tokens."""
+    model = config.get("model") or {}
+    if not model.get("byte_fallback"):
+        return False
+    normalizer, pre = config.get("normalizer"), config.get("pre_tokenizer")
+    if normalizer is None:
+        return bool(pre) and pre.get("type") == "Metaspace" and pre.get("replacement") == SPIECE_SPACE \
+            and pre.get("prepend_scheme", "always") in ("always", "first")
+    steps = normalizer.get("normalizers") if normalizer.get("type") == "Sequence" else None
+    if pre is not None or not steps or len(steps) != 2:
+        return False
+    prepend, replace = steps
+    return (prepend.get("type") == "Prepend" and prepend.get("prepend") == SPIECE_SPACE
+            and replace.get("type") == "Replace" and replace.get("pattern") == {"String": " "}
+            and replace.get("content") == SPIECE_SPACE)
+
+
 def supported(config: dict) -> Optional[str]:
     """None when gigatoken is known to reproduce ``config``; else why not."""
     model = config.get("model") or {}
@@ -147,10 +177,11 @@ def supported(config: dict) -> Optional[str]:
     if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
         return "a subword prefix or suffix"
     if model.get("byte_fallback"):
-        return "byte fallback"
-    if _nfc(config) is None:
+        if not sentencepiece_style(config):
+            return "byte fallback, not in SentencePiece's configuration"
+    elif _nfc(config) is None:
         return "a normalizer other than NFC"
-    if not _byte_level(config.get("pre_tokenizer")):
+    elif not _byte_level(config.get("pre_tokenizer")):
         return "not a byte-level pre-tokenizer"
     for token in config.get("added_tokens") or []:
         if token.get("single_word") or token.get("lstrip") or token.get("rstrip"):
@@ -192,6 +223,7 @@ EDGE = (
     "SELECT * FROM t WHERE a = 'b';", "#!/bin/sh\n\necho \"$1\"\n", "\tindented\n\t\tmore",
     "---", "...", "!!!", "???", "***", "___", "===", "~~~", "```python\nx\n```", "$$", "%%",
     "a\nb", "a\n\nb", "a \nb", "a\n b", "a\r\nb", "a \r\n b", "a\t\nb", "\n\n\n", " \n \n ",
+    "\u2581", "\u2581\u2581a", " \u2581 ", "a\u2581b", "<0x00>", "<0x41>", "<0xFF>", "<0x0A>\n", "<0xZZ>",
 )
 
 #: Long words: runs the model merges far from any split.
@@ -294,7 +326,7 @@ class _Library:
 
 
 class GigatokenBPE:
-    """Encodes texts for one byte-level BPE tokenizer through gigatoken, or through
+    """Encodes texts for one BPE tokenizer through gigatoken, or through
     ``fallback`` (an encoder with ``encode_batch``: the word encoder; None: the
     library) where the module docstring says so, and long texts it does not take
     through ``long_fallback`` (``append_long``; default ``fallback``).
@@ -385,7 +417,10 @@ class GigatokenBPE:
         tokenizer when it is dropped."""
         self._since_load += sum(map(len, texts))
         rss = _rss()
-        grown = (rss - self._base_rss > CACHE_BUDGET) if rss is not None else self._since_load > CACHE_CHARS
+        if rss is not None and self._base_rss is not None:
+            grown = rss - self._base_rss > CACHE_BUDGET
+        else:
+            grown = self._since_load > CACHE_CHARS
         if not grown:
             return
         from gigatoken.gigatoken_rs import load_hf_json
@@ -531,13 +566,25 @@ def _interleave(keep: np.ndarray, mine: tuple, other: tuple) -> tuple:
 # ---------------------------------------------------------------------------------
 # The probe
 
-def _expected_vocab(tokenizer) -> Optional[dict]:
-    """id -> bytes as the library numbers them: model tokens through the byte map,
-    added tokens as their UTF-8 content. None if a model token is not byte-level."""
+_BYTE_TOKEN = re.compile(r"<0x([0-9A-F]{2})>")
+
+
+def _spiece_bytes(token: str, unmap=None) -> bytes:
+    """A SentencePiece-style token's bytes as gigatoken holds them: ``<0xXX>`` is the
+    byte, anything else its UTF-8 (``▁`` included)."""
+    found = _BYTE_TOKEN.fullmatch(token)
+    return bytes([int(found.group(1), 16)]) if found else token.encode("utf-8")
+
+
+def _expected_vocab(tokenizer, spiece: bool = False) -> Optional[dict]:
+    """id -> bytes as the library numbers them: model tokens through the byte map (or,
+    ``spiece``, as ``_spiece_bytes``), added tokens as their UTF-8 content. None if a
+    model token is not byte-level."""
     unmap = _unmap_table()
+    to_bytes = _spiece_bytes if spiece else _token_bytes
     expected = {}
     for token, i in tokenizer.get_vocab(with_added_tokens=False).items():
-        raw = _token_bytes(token, unmap)
+        raw = to_bytes(token, unmap)
         if raw is None:
             return None
         expected[int(i)] = raw
@@ -546,14 +593,15 @@ def _expected_vocab(tokenizer) -> Optional[dict]:
     return expected
 
 
-def _merges(config: dict) -> Optional[list]:
+def _merges(config: dict, spiece: bool = False) -> Optional[list]:
     unmap = _unmap_table()
+    to_bytes = _spiece_bytes if spiece else _token_bytes
     out = []
     for merge in (config.get("model") or {}).get("merges") or []:
         pair = merge.split(" ") if isinstance(merge, str) else merge
         if len(pair) != 2:
             return None
-        left, right = _token_bytes(pair[0], unmap), _token_bytes(pair[1], unmap)
+        left, right = to_bytes(pair[0], unmap), to_bytes(pair[1], unmap)
         if left is None or right is None:
             return None
         out.append((left, right))
@@ -567,9 +615,12 @@ def _vocab_texts(expected: dict, count: int = 1500) -> list:
     texts = []
     for raw in entries[::step]:
         try:
-            texts.append(raw.decode("utf-8"))
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
             continue
+        texts.append(text)
+        if SPIECE_SPACE in text:      # a SentencePiece word, as the text it comes from
+            texts.append(text.replace(SPIECE_SPACE, " ").lstrip(" "))
     return texts
 
 
@@ -581,7 +632,8 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
     ``direct``: texts it says the fallback encodes are left out of the battery (the
     encoder never gives them to gigatoken). ``texts``: the battery (default
     :func:`probe_texts`)."""
-    expected = _expected_vocab(tokenizer)
+    spiece = sentencepiece_style(config)
+    expected = _expected_vocab(tokenizer, spiece)
     if expected is None:
         return "a vocabulary entry outside the byte-level alphabet"
     size = max(expected, default=-1) + 1
@@ -593,7 +645,7 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
     for i, raw in expected.items():
         if vocab.get(i) != raw:
             return f"id {i} is {vocab.get(i)!r}, the library's {raw!r}"
-    merges = _merges(config)
+    merges = _merges(config, spiece)
     if merges is None or list(backend.merges) != merges:
         return "merges differ from the library's"
     if texts is None:
