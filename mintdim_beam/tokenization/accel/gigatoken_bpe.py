@@ -16,7 +16,7 @@ encoder of ``bpe_words``) otherwise:
    BPE model without dropout, subword prefix or suffix; then either byte-level (no byte
    fallback; no normalizer, or NFC; a ``ByteLevel`` pre-tokenizer with the GPT-2
    split, or ``Split`` regexes followed by a ``ByteLevel`` without one: GPT-2, NeoX,
-   Llama 3, Qwen, ...) or SentencePiece-style (byte fallback; ``▁`` for spaces by a
+   Llama 3, Qwen, ...) or SentencePiece-style (byte fallback; ``\u2581`` for spaces by a
    ``Prepend``/``Replace`` normalizer or a ``Metaspace`` pre-tokenizer: Llama 2,
    Mistral, ...); added tokens without ``single_word``, ``lstrip`` or ``rstrip``;
 2. gigatoken loads it (it refuses a split regex it has no implementation of, a
@@ -148,7 +148,7 @@ SPIECE_SPACE = "\u2581"
 
 def sentencepiece_style(config: dict) -> bool:
     """A SentencePiece BPE with byte fallback as HF converts one (Llama 2, Mistral,
-    Gemma): spaces become ``▁`` and a word boundary is prepended, by the normalizer
+    Gemma): spaces become ``\u2581`` and a word boundary is prepended, by the normalizer
     (``Prepend`` then ``Replace``, no pre-tokenizer) or by a ``Metaspace``
     pre-tokenizer (no normalizer); unknown characters become ``<0xXX>`` byte tokens."""
     model = config.get("model") or {}
@@ -156,7 +156,7 @@ def sentencepiece_style(config: dict) -> bool:
         return False
     normalizer, pre = config.get("normalizer"), config.get("pre_tokenizer")
     if normalizer is None:
-        return bool(pre) and pre.get("type") == "Metaspace" and pre.get("replacement") == SPIECE_SPACE \
+        return bool(pre) and pre.get("type") == "Metaspace" and pre.get("replacement") == SPIECE_SPACE\
             and pre.get("prepend_scheme", "always") in ("always", "first")
     steps = normalizer.get("normalizers") if normalizer.get("type") == "Sequence" else None
     if pre is not None or not steps or len(steps) != 2:
@@ -571,7 +571,7 @@ _BYTE_TOKEN = re.compile(r"<0x([0-9A-F]{2})>")
 
 def _spiece_bytes(token: str, unmap=None) -> bytes:
     """A SentencePiece-style token's bytes as gigatoken holds them: ``<0xXX>`` is the
-    byte, anything else its UTF-8 (``▁`` included)."""
+    byte, anything else its UTF-8 (``\u2581`` included)."""
     found = _BYTE_TOKEN.fullmatch(token)
     return bytes([int(found.group(1), 16)]) if found else token.encode("utf-8")
 
