@@ -125,7 +125,7 @@ def encode_pool(kind: str, threads: int) -> int:
 
 def encoder_key(spec) -> tuple:
     """What a block encoder depends on in a file's settings (not its path or output)."""
-    return (spec.tokenizer, spec.fields, spec.segments, spec.sizes, spec.build_batch)
+    return (spec.tokenizer, spec.fields, spec.segments, spec.sizes, spec.build_batch, spec.chat)
 
 
 class EncodeBlockFn(StorageDoFn):
@@ -423,6 +423,7 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
         n_lines=result.n_lines, local_line=result.local_line, status=result.status,
         token_count=result.token_count, orig_count=result.orig_count, unit=result.unit,
         digests=result.digests, empty_fields=result.empty_fields, unk=result.unk, bad=result.bad,
+        extra=result.extra, overflow_extra=result.overflow_extra,
     )
     meta_bytes = spill_meta.encode(meta)
     sections["meta"] = [meta_bytes]

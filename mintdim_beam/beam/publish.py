@@ -43,6 +43,7 @@ from mintdim_beam.core import limits
 from mintdim_beam.beam import layout
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, OutputSpec, describe_sources
+from mintdim_beam.format.chat import PARTS_PER_MESSAGE, chat_layout
 from mintdim_beam import errors
 from mintdim_beam.errors import error_from_dict
 from mintdim_beam.core.plan import BuildPlan
@@ -316,7 +317,8 @@ def publish_output(config: BuildConfig, out: OutputSpec, plan: BuildPlan, shard_
     summaries = {
         names.HISTOGRAM: indexes.histogram(oplan),
         names.STATS: stats,
-        names.LENGTH_FIELD: indexes.length_field(slots, out.sequence_template, tok.pad_id, tok.unk_id),
+        names.LENGTH_FIELD: indexes.length_field(slots, out.sequence_template, tok.pad_id, tok.unk_id,
+                                                   output_chat(out)),
     }
     for name, content in summaries.items():
         data = indexes.dumps_file(content).encode("utf-8")
@@ -387,6 +389,13 @@ def _remove_staging(out: OutputSpec) -> None:
             pass
 
 
+def output_chat(out: OutputSpec) -> Optional[dict]:
+    """A chat output's layout for its manifest and ``length_field.json``; None otherwise."""
+    if not out.roles:
+        return None
+    return chat_layout(len(out.sequence_template) // PARTS_PER_MESSAGE, out.roles)
+
+
 def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional[dict] = None) -> dict:
     """manifest.json: what was built and how; nothing that varies between runs."""
     slots = output_storage(tok, oplan)
@@ -400,6 +409,7 @@ def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional
             "magic": slots.magic,
         },
         "sequence_template": list(out.sequence_template),
+        **({"chat": output_chat(out)} if out.roles else {}),
         "length_field_metadata": names.LENGTH_FIELD,
         "units": {"sizes": list(oplan.sizes), "declared_sizes": list(oplan.declared)},
         "source": describe_sources(config, out),

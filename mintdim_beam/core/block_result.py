@@ -48,6 +48,10 @@ class BlockResult:
     overflow_lengths: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     overflow_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     first_error: Optional[tuple] = None                 # (local sample, local line, error dict)
+    #: Sample -> the extra keys of its ``sample_index`` row (a conversation's ``roles``),
+    #: and of its ``overflow_index`` row (``cut_messages``); empty for ``jsonl`` sources.
+    extra: dict = field(default_factory=dict)
+    overflow_extra: dict = field(default_factory=dict)
 
     @property
     def n_samples(self) -> int:
@@ -69,6 +73,8 @@ def merge_slices(parts: list[dict], n_lines: int, n_segments: int) -> BlockResul
     for p in parts:
         res.empty_fields.update(p["empty"])
         res.bad.update(p["bad"])
+        res.extra.update(p.get("extra", {}))
+        res.overflow_extra.update(p.get("ovf_extra", {}))
         if p["first_error"] is not None and res.first_error is None:
             res.first_error = p["first_error"]
     res.unk = UnkTable.concat([p["unk"] for p in parts])
@@ -143,7 +149,7 @@ def split_result(result: BlockResult, line_counts: list) -> list:
     u_at = np.searchsorted(unk.sample, s_at).tolist()
     v_at = np.searchsorted(unk.rendered_sample, s_at).tolist()
     by_block = {}   # "empty_fields" / "bad" -> one dict per block, keyed by its own samples
-    for name in ("empty_fields", "bad"):
+    for name in ("empty_fields", "bad", "extra", "overflow_extra"):
         found = getattr(result, name)
         by_block[name] = [{} for _ in line_counts]
         if found:
@@ -165,6 +171,8 @@ def split_result(result: BlockResult, line_counts: list) -> list:
         res.digests = result.digests[a:b]
         res.empty_fields = by_block["empty_fields"][k]
         res.bad = by_block["bad"][k]
+        res.extra = by_block["extra"][k]
+        res.overflow_extra = by_block["overflow_extra"][k]
         ua, ub, va, vb = u_at[k], u_at[k + 1], v_at[k], v_at[k + 1]
         if ub > ua or vb > va:
             res.unk = UnkTable(unk.sample[ua:ub] - a, unk.position[ua:ub], unk.segment[ua:ub],

@@ -22,6 +22,8 @@ from mintdim_beam import errors
 from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text, number
+from mintdim_beam.core.chat_config import ChatSpec, chat_specs, describe_chat_templates
+from mintdim_beam.format.chat import chat_sequence_template
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
 from mintdim_beam.format.names import LATEST, IndexLayout, is_build_id
@@ -57,7 +59,7 @@ MAX_SAMPLES_PER_SHARD = (1 << 31) - 1
 
 #: Keys of each job-file section (the fluent API's arguments plus the ``run`` options).
 JOB_SECTIONS = {
-    "source": ("files", "fields", "templates"),
+    "source": ("files", "fields", "templates", "chat"),
     "tokenizer": ("type", "files", SENTENCEPIECE, HF_JSON),
     "units": ("sizes", "build_batch"),
     "output": ("dir", "samples_per_shard"),
@@ -81,6 +83,8 @@ class JobSpec:
     build_batch: Any = None
     output_dirs: Any = None
     samples_per_shard: Any = None
+    #: A chat source (``chat_config``): its keys, each one value or one per file.
+    chat: Any = None
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,10 @@ class TokenizerSpec:
 
 @dataclass(frozen=True)
 class FileSpec:
-    """One input file with every list-style setting resolved for it."""
+    """One input file with every list-style setting resolved for it.
+
+    A chat file (``chat`` set) has the message slots' names as its ``fields`` and
+    one field segment per slot part as its ``segments`` (``format.chat``)."""
 
     index: int
     path: str
@@ -165,6 +172,7 @@ class FileSpec:
     build_batch: int
     output: int
     samples_per_shard: int
+    chat: Optional[ChatSpec] = None
 
     @property
     def sequence_template(self) -> tuple[str, ...]:
@@ -185,6 +193,9 @@ class OutputSpec:
     #: This build's id: it claims the directory (``claims.py``) and names its staging
     #: area, ``.mintdim-staging/<run_id>/``. Never part of an output's bytes.
     run_id: str = ""
+    #: A chat output's roles (every role its files' templates name, in first-declared
+    #: order); empty for a ``jsonl`` output.
+    roles: tuple = ()
 
 
 def new_run_id() -> str:
@@ -229,10 +240,10 @@ def _broadcast(values: list, n: int, error) -> list:
 
 
 def _missing(job: JobSpec) -> list[str]:
-    checks = [
-        ("source.files", job.files),
-        ("source.fields", job.fields),
-        ("source.templates", job.templates),
+    checks = [("source.files", job.files)]
+    if job.chat is None:
+        checks += [("source.fields", job.fields), ("source.templates", job.templates)]
+    checks += [
         ("tokenizer", job.tokenizer_files if job.tokenizer_kind else None),
         ("units.sizes", job.sizes),
         ("units.build_batch", job.build_batch),
@@ -281,9 +292,13 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
         raise errors.PipelineValidationError(missing=missing)
 
     _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, J.NON_EMPTY_PATHS)
-    _check_list("source.fields", job.fields,
-                lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x), J.FIELD_NAME_LISTS)
-    _check_list("source.templates", job.templates, lambda x: isinstance(x, str), J.TEMPLATE_STRINGS)
+    chats = None
+    if job.chat is not None:
+        chats = chat_specs(job, len(job.files))
+    else:
+        _check_list("source.fields", job.fields,
+                    lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x), J.FIELD_NAME_LISTS)
+        _check_list("source.templates", job.templates, lambda x: isinstance(x, str), J.TEMPLATE_STRINGS)
     if not isinstance(job.tokenizer_files, (list, tuple)):
         problem = J.NOT_A_LIST.format(name="tokenizer.files", type_name=type(job.tokenizer_files).__name__)
         raise errors.TokenizerValidationError(component="files", problem=problem.en, problem_vi=problem.vi)
@@ -306,8 +321,12 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
         raise errors.SamplesPerShardError(problem.en, problem.vi)
 
     n = len(job.files)
-    fields = _broadcast(list(job.fields), n, errors.FieldMappingError(files=n, got=len(job.fields)))
-    templates = _broadcast(list(job.templates), n, errors.TemplateMappingError(files=n, got=len(job.templates)))
+    if chats is None:
+        fields = _broadcast(list(job.fields), n, errors.FieldMappingError(files=n, got=len(job.fields)))
+        templates = _broadcast(list(job.templates), n, errors.TemplateMappingError(files=n, got=len(job.templates)))
+    else:
+        fields = [chat_sequence_template(c.max_messages) for c in chats]
+        templates = [describe_chat_templates(c) for c in chats]
     tok_paths = _broadcast(list(job.tokenizer_files), n, errors.TokenizerMappingError(files=n, got=len(job.tokenizer_files)))
     sizes = _broadcast(list(job.sizes), n, errors.UnitMappingError(files=n, got=len(job.sizes)))
     batches = _broadcast(list(job.build_batch), n, errors.UnitMappingError(files=n, got=len(job.build_batch)))
@@ -347,7 +366,10 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
     out_keys: dict[str, int] = {}
     out_paths: list[str] = []
     for i, path in enumerate(job.files):
-        segments = _parse_checked(path, list(fields[i]), templates[i])
+        if chats is None:
+            segments = _parse_checked(path, list(fields[i]), templates[i])
+        else:
+            segments = tuple(Segment(True, name) for name in fields[i])
         key = normalize_dir(outs[i])
         if key not in out_keys:
             out_keys[key] = len(out_paths)
@@ -364,6 +386,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
                 build_batch=batches[i],
                 output=out_keys[key],
                 samples_per_shard=sps[i],
+                chat=None if chats is None else chats[i],
             )
         )
 
@@ -373,6 +396,9 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
         members = [f for f in file_specs if f.output == o]
         first = members[0]
         for other in members[1:]:
+            if (first.chat is None) != (other.chat is None):
+                raise errors.OutputMappingError.inconsistent(
+                    directory=out_path, files=[first.path, other.path], differs="source kind (chat, jsonl)")
             for name, a, b in (
                 ("sequence_template", first.sequence_template, other.sequence_template),
                 ("sizes", first.sizes, other.sizes),
@@ -392,6 +418,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
                 sizes=first.sizes,
                 samples_per_shard=first.samples_per_shard,
                 run_id=run_id,
+                roles=tuple(dict.fromkeys(r for f in members if f.chat for r in f.chat.role_names())),
             )
         )
     check_block_size(block_size)
@@ -451,6 +478,8 @@ def _parse_checked(path: str, fields: list[str], template: str) -> tuple[Segment
 def describe_sources(config: BuildConfig, output: OutputSpec) -> dict:
     """``source`` block of manifest.json for one output."""
     files = config.files_of(output)
+    if files[0].chat is not None:
+        return {"files": [f.path for f in files], "chat": [f.chat.describe() for f in files]}
     return {
         "files": [f.path for f in files],
         "fields": [list(f.fields) for f in files],

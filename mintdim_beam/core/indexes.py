@@ -74,6 +74,9 @@ def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> 
     empty = None
     if any(c["empty"] is not None for c in columns):
         empty = [text for c in columns for text in (c["empty"] or ["[]"] * len(c["indexed"]))]
+    extra = None
+    if any(c["extra"] is not None for c in columns):
+        extra = [text for c in columns for text in (c["extra"] or [""] * len(c["indexed"]))]
     units = cat("units")
     shards, records = np.divmod(cat("ranks"), samples_per_shard)
     unit_text = _ints_text(units)
@@ -82,7 +85,8 @@ def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> 
     pieces += (source_piece,) if isinstance(source_piece, str) else source_piece
     pieces += (_ints_text(cat("lines")), ',"shard_path":"unit_', unit_text, "/shard_",
                _pc().utf8_lpad(_ints_text(shards), 6, "0", memory_pool=_POOL), '.bin","empty_fields":',
-               "[]" if empty is None else _strings(empty), ',"shard_record":', _ints_text(records), "}\n")
+               "[]" if empty is None else _strings(empty), ',"shard_record":', _ints_text(records))
+    pieces += ("}\n",) if extra is None else (_strings(extra), "}\n")
     sample_rows = _join_rows(n, pieces)
 
     found = {names.UNK_INDEX: [], names.OVERFLOW_INDEX: [], names.BAD_RECORD_INDEX: []}
@@ -136,9 +140,19 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
                 if text is None:
                     text = texts[key] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
                 empty[position[s]] = text
+    extra = None
+    if meta.extra:
+        # Extra keys after the spec's (DESIGN.md §4): a conversation's roles, a pair's id.
+        extra = [""] * len(indexed)
+        at = {int(s): k for k, s in enumerate(indexed.tolist())}
+        for s, row in meta.extra.items():
+            if s in at:
+                extra[at[s]] = "".join(
+                    "," + json.dumps(key) + ":" + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+                    for key, value in row.items())
     return {"indexed": indexed, "ids": indexed + base, "digests": meta.digests[indexed],
             "token_count": meta.token_count[indexed], "units": units, "ranks": ranks, "lines": lines[indexed],
-            "all_lines": lines, "extended": extended, "empty": empty}
+            "all_lines": lines, "extended": extended, "empty": empty, "extra": extra}
 
 
 def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, columns: dict,
@@ -170,6 +184,7 @@ def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, 
             }
             if st == OVF_EXTEND:
                 row["new_unit_size"] = extend_at[i]
+            row.update(meta.overflow_extra.get(i, {}))
             overflow_rows.append(dumps_row(row))
     unk = meta.unk
     if unk.tokens:
@@ -360,10 +375,11 @@ def stats(plan: OutputPlan, storage, dup_groups: int, dup_samples: int, samples_
     }
 
 
-def length_field(storage, sequence_template, pad_id: int, unk_id: Optional[int] = 0) -> dict:
+def length_field(storage, sequence_template, pad_id: int, unk_id: Optional[int] = 0,
+                 chat: Optional[dict] = None) -> dict:
     """``length_field.json``. A tokenizer that cannot emit UNK (``unk_id`` None) adds
     ``"unk_token_id": null`` after the spec's keys (DESIGN.md §8); any other keeps the
-    spec's four keys exactly."""
+    spec's four keys exactly. A chat output adds its layout (``format.chat.chat_layout``)."""
     found = {
         "magic": storage.magic,
         "sequence_template": list(sequence_template),
@@ -372,6 +388,8 @@ def length_field(storage, sequence_template, pad_id: int, unk_id: Optional[int] 
     }
     if unk_id is None:
         found["unk_token_id"] = None
+    if chat is not None:
+        found["chat"] = chat
     return found
 
 

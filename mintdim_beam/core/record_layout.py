@@ -20,6 +20,7 @@ from mintdim_beam import errors
 from mintdim_beam.core.block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE
 from mintdim_beam.core.config import MAX_UNIT_SIZE, FileSpec, Policies
 from mintdim_beam.core.repeat_cache import RepeatCache, add_repeats, remember
+from mintdim_beam.format.chat import CUT_KEY, PARTS_PER_MESSAGE
 from mintdim_beam.format.shard_format import layout_units, ragged_gather_index, slot_storage
 from mintdim_beam.tokenization.adapters import TokenizerPanic, Tokenizer
 from mintdim_beam.tokenization.template_tokens import constant_segments
@@ -48,6 +49,7 @@ class Batch:
     encoded: object  # Future of (flat, lengths, unk_owner, unk_local, unk_chars), or None
     repeats: list = field(default_factory=list)   # (position, repeat_cache.Finished) of known repeats
     store: set = field(default_factory=set)       # positions whose result to remember
+    extra: dict = field(default_factory=dict)     # sample -> extra keys of its sample_index row
 
 
 class SliceLayout:
@@ -191,6 +193,9 @@ class SliceLayout:
         if failed is not None:
             gstatus[:] = OVF_SKIP  # the build fails; lay out nothing
         written_counts = written.sum(axis=1)
+        ovf_extra = {}
+        if self.spec.chat is not None and policy == "truncate" and over.any():
+            ovf_extra = cut_messages(base, good, over, lengths, written)
 
         unk = self._find_unk(good, base, written, gstatus, unk_owner, unk_local, unk_chars)
 
@@ -247,6 +252,8 @@ class SliceLayout:
             "ovf_lengths": lengths[ext],
             "ovf_tokens": ovf_tokens,
             "first_error": first_error,
+            "extra": pb.extra,
+            "ovf_extra": ovf_extra,
         }
 
     def _written_fields(self, flat, written, src_starts) -> tuple:
@@ -321,6 +328,19 @@ class SliceLayout:
         order = np.argsort(rows * self.n + segs, kind="stable")
         samples = base + np.asarray(good, np.int64)[rows[order]]
         return UnkTable(samples, positions[order], segs[order], CharColumn.concat(chars).take(order))
+
+
+def cut_messages(base: int, good: list, over: np.ndarray, lengths: np.ndarray, written: np.ndarray) -> dict:
+    """Sample -> ``{"cut_messages": [...]}`` of each truncated conversation: the messages
+    that truncation shortened (or left out), by their index in the conversation."""
+    found = {}
+    per_message = lengths.reshape(len(lengths), -1, PARTS_PER_MESSAGE).sum(axis=2)
+    kept = written.reshape(len(written), -1, PARTS_PER_MESSAGE).sum(axis=2)
+    for g in np.flatnonzero(over).tolist():
+        present = per_message[g] > 0
+        cut = np.flatnonzero(present & (kept[g] < per_message[g])).tolist()
+        found[base + good[g]] = {CUT_KEY: cut}
+    return found
 
 
 def _pick(substrings: list, rank: int) -> str:

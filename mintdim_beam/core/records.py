@@ -26,12 +26,14 @@ from typing import Iterable, Optional
 import numpy as np
 
 from mintdim_beam.core.block_result import BlockResult, merge_slices
+from mintdim_beam.core.chat_lines import ChatLineParser, RoleTable
 from mintdim_beam.core.config import MAX_UNIT_SIZE, FileSpec, Policies
 from mintdim_beam.core.record_layout import Batch, SliceLayout
 from mintdim_beam.core.repeat_cache import RepeatCache
 from mintdim_beam.core.sample_lines import LineParser, ParsedSlice
 from mintdim_beam.core.text_cache import TextCache
 from mintdim_beam.tokenization.adapters import Positions, Tokenizer
+from mintdim_beam.tokenization.template_tokens import role_tokens
 from mintdim_beam.tokenization.unk_rows import CharColumn
 
 
@@ -85,7 +87,14 @@ class BlockEncoder:
         self._layout = SliceLayout(spec, tokenizer, policies, np.asarray(sizes or spec.sizes, dtype=np.int64),
                                    max_extended)
         # A special segment renders as its token's text (template_tokens).
-        self._lines = LineParser(spec, policies, {j: c.text for j, c in self._layout.constants.items()})
+        self._chat = None
+        if spec.chat is not None:
+            # A conversation: each role's prefix and suffix ids, encoded once (format.chat).
+            roles = [role_tokens(r, tokenizer, spec.index) for r in spec.chat.roles]
+            self._chat = RoleTable(roles, tokenizer.unk_id, spec.chat.max_messages)
+            self._lines = ChatLineParser(spec, policies, roles)
+        else:
+            self._lines = LineParser(spec, policies, {j: c.text for j, c in self._layout.constants.items()})
         self._slot_field = self._layout.slot_field
         # An empty text is encoded once here: when it has no tokens (every model we
         # know), empty field values skip the tokenizer and the text cache.
@@ -177,7 +186,8 @@ class BlockEncoder:
         S, hashes, good, values = parsed.size, parsed.hashes, parsed.good, parsed.values
         digests = np.frombuffer(b"".join(hashes), np.uint8).reshape(S, 32)
         repeats, store = [], set()
-        if values:
+        if values and self._chat is None:
+            # (A conversation's record depends on its roles as well as its text: no repeats.)
             good, values, repeats, store = self._repeats.split(good, values, hashes)
         texts: list = []
         if values:
@@ -186,10 +196,21 @@ class BlockEncoder:
                 texts.extend(columns[k])
         encoded = None
         if texts:
-            encoded = (self._pool.submit(self._encode_texts, texts) if self._pool
-                       else _Done(self._encode_texts(texts)))
+            if self._chat is not None:
+                work = (self._encode_chat, texts, np.asarray(parsed.codes, np.int64).reshape(len(values), -1))
+            else:
+                work = (self._encode_texts, texts)
+            encoded = self._pool.submit(*work) if self._pool else _Done(work[0](*work[1:]))
         return Batch(parsed.base, S, parsed.local_lines, parsed.status, digests, parsed.bad, parsed.empty,
-                     parsed.first_error, good, texts, encoded, repeats, store)
+                     parsed.first_error, good, texts, encoded, repeats, store, parsed.extra)
+
+    def _encode_chat(self, texts: list, codes: np.ndarray) -> tuple:
+        """:meth:`_encode_texts` of a conversation slice: its contents encoded (the texts of
+        every message slot's content part), its prefixes and suffixes taken from the
+        roles' ids (``RoleTable``)."""
+        G = len(codes)
+        contents = [t for m in range(codes.shape[1]) for t in texts[(3 * m + 1) * G:(3 * m + 2) * G]]
+        return self._chat.lay_out(codes, self._encode_texts(contents))
 
     def _encode_texts(self, texts: list) -> tuple:
         """The encode-pool side of a slice: ``(flat, lengths, unk_owner, unk_local, unk_chars)``.

@@ -18,7 +18,7 @@ import json
 import operator
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, starmap
 from typing import Optional
 
@@ -98,6 +98,8 @@ class ParsedSlice:
     first_error: Optional[tuple]   # (sample, local line, error) under on_bad_record="abort"
     good: list                # slice positions of the good samples
     values: list              # their field values, a tuple each (declared field order)
+    codes: Optional[list] = None   # a chat slice's role codes, a tuple per good sample (-1: no message)
+    extra: dict = field(default_factory=dict)   # sample -> extra keys of its sample_index row
 
     @property
     def size(self) -> int:
@@ -288,27 +290,10 @@ class LineParser:
 
     def _parse(self, local_line: int, line, file_start: bool) -> Optional[_Parsed]:
         """The general path: any line, with the spec's error for each way it can be bad."""
-        if isinstance(line, bytes):
-            try:
-                line = line.decode("utf-8")
-            except UnicodeDecodeError:
-                if file_start and line.startswith(b"\xef\xbb\xbf"):
-                    line = line[3:]
-                if not line.strip():
-                    return None
-                return self._error(local_line, errors.SourceParseError, "invalid UTF-8")
-        if file_start and line.startswith(_BOM):
-            line = line[1:]
-        if not line.strip():
-            return None
-        if _too_deep(line):
-            return self._error(local_line, errors.SourceParseError, REASON_TOO_DEEP)
-        try:
-            obj = _DECODER.decode(line)
-        except ValueError:
-            return self._error(local_line, errors.SourceParseError, "invalid JSON syntax")
-        if not isinstance(obj, dict):
-            return self._error(local_line, errors.SourceParseError, "JSON value is not an object")
+        loaded = load_object(self.spec.path, local_line, line, file_start)
+        if loaded is None or loaded.error is not None:
+            return loaded
+        obj = loaded.values
         missing = [f for f in self.field_names if f not in obj]
         if missing:
             err = errors.SampleSchemaError(
@@ -327,8 +312,36 @@ class LineParser:
         empty = tuple(name for name, v in zip(self.field_names, values) if v == "")
         return _Parsed(values=values, empty=empty)
 
-    def _error(self, local_line, cls, reason) -> _Parsed:
-        return _Parsed(error=cls(file=self.spec.path, line=local_line, reason=reason))
+
+def load_object(path: str, local_line: int, line, file_start: bool) -> Optional[_Parsed]:
+    """One line as a JSON object (``_Parsed.values`` holds the dict), the spec's
+    ``SourceParseError`` for a line that is not one (``_Parsed.error``), or None for a
+    blank line. ``line`` is UTF-8 bytes or str; a BOM is dropped from a file's first line."""
+    def error(reason):
+        return _Parsed(error=errors.SourceParseError(file=path, line=local_line, reason=reason))
+
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            if file_start and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if not line.strip():
+                return None
+            return error("invalid UTF-8")
+    if file_start and line.startswith(_BOM):
+        line = line[1:]
+    if not line.strip():
+        return None
+    if _too_deep(line):
+        return error(REASON_TOO_DEEP)
+    try:
+        obj = _DECODER.decode(line)
+    except ValueError:
+        return error("invalid JSON syntax")
+    if not isinstance(obj, dict):
+        return error("JSON value is not an object")
+    return _Parsed(values=obj)
 
 
 def json_depth(text: str) -> int:

@@ -79,8 +79,20 @@ def encode(meta: BlockResult) -> bytes:
         "empty_fields": [[int(s), list(names)] for s, names in meta.empty_fields.items()],
         "bad": [[int(s), str(kind), str(reason)] for s, (kind, reason) in meta.bad.items()],
         "rendered_strings": list(strings),
+        "extra": [[int(s), row] for s, row in meta.extra.items()],
+        "overflow_extra": [[int(s), row] for s, row in meta.overflow_extra.items()],
     })
     return b"".join([MAGIC, len(header).to_bytes(8, "little"), header] + chunks)
+
+
+def _rows(pairs) -> dict:
+    """Sample -> extra row keys, as spilled: JSON objects only (data, never code)."""
+    found = {}
+    for s, row in pairs:
+        if not isinstance(row, dict):
+            raise ValueError("spilled block result: an extra row is not an object")
+        found[int(s)] = row
+    return found
 
 
 def _shared_strings(strings: list, index: np.ndarray) -> list:
@@ -134,6 +146,8 @@ def decode(data: bytes) -> BlockResult:
             empty_fields={int(s): [str(n) for n in names] for s, names in header["empty_fields"]},
             unk=unk,
             bad={int(s): (str(kind), str(reason)) for s, kind, reason in header["bad"]},
+            extra=_rows(header.get("extra", [])),
+            overflow_extra=_rows(header.get("overflow_extra", [])),
         )
     except (KeyError, TypeError):
         raise ValueError("spilled block result: header lacks a field") from None

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from mintdim_beam.errors import bilingual as B
 from mintdim_beam.errors import build_messages as M
+from mintdim_beam.errors import chat_messages as C
 from mintdim_beam.errors.base import MintDimError, as_list, fact_dict
 
 
@@ -134,7 +135,7 @@ class SampleSchemaError(MintDimError):
     """
 
     _main_kind = "missing_fields"
-    _variant_kinds = ("wrong_type",)
+    _variant_kinds = ("wrong_type", "chat")
 
     def __init__(
         self,
@@ -192,9 +193,32 @@ class SampleSchemaError(MintDimError):
         )
         return cls._make(english, vietnamese, facts)
 
+    @classmethod
+    def chat(cls, file: str, line: int, field: str, problem, problem_vi: str | None = None) -> "SampleSchemaError":
+        """A conversation (a chat source's list field) that cannot be rendered:
+        ``problem`` is a `chat_messages` text filled in (or its English, with
+        ``problem_vi``), naming the message."""
+        if isinstance(problem, B.Text):
+            problem, problem_vi = problem.en, problem.vi
+        facts = fact_dict(kind="chat", file=file, line=line, field=field, problem=problem,
+                          problem_vi=problem_vi or problem)
+        problem = B.Text(facts["problem"], facts["problem_vi"])
+        english, vietnamese = cls._render(
+            C.SAMPLE_CHAT,
+            [
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                B.labeled(M.FIELD, facts["field"]),
+                B.labeled(C.CHAT_PROBLEM, problem.en, problem.vi),
+            ],
+        )
+        return cls._make(english, vietnamese, facts)
+
     @property
     def reason(self) -> str:
         """Short English reason for `bad_record_index.jsonl`."""
+        if self.fields.get("kind") == "chat":
+            return self.fields["problem"]
         if self.fields.get("kind") == "wrong_type":
             return M.REASON_WRONG_TYPE.format(field=self.fields["field"])
         return M.REASON_MISSING_FIELDS.format(missing=B.words(self.fields["missing"]))

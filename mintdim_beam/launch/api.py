@@ -31,6 +31,21 @@ class _Source:
         """Declare JSONL inputs: ``fields[i]`` and ``templates[i]`` apply to ``files[i]``."""
         job = self._job._copy()
         job._spec.files, job._spec.fields, job._spec.templates = files, fields, templates
+        job._spec.chat = None
+        return job
+
+    def chat(self, files=None, field=None, templates=None, max_messages=None, role_key=None,
+             content_key=None) -> "UnitBuildJob":
+        """Declare JSONL conversations (DESIGN.md §9): ``field`` holds a list of messages,
+        each rendered by the template of its role (``templates``: role -> template with
+        ``{content}`` once; ``role_key``/``content_key`` default to ``role``/``content``,
+        ShareGPT's are ``from``/``value``). Every setting is one value for all files or a
+        list of one per file; ``max_messages`` is the record's number of message slots."""
+        job = self._job._copy()
+        declared = {"field": field, "templates": templates, "max_messages": max_messages,
+                    "role_key": role_key, "content_key": content_key}
+        job._spec.files, job._spec.fields, job._spec.templates = files, None, None
+        job._spec.chat = {key: value for key, value in declared.items() if value is not None}
         return job
 
 
@@ -220,6 +235,7 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
         raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=kind)
     spec = JobSpec(
         files=source.get("files"), fields=source.get("fields"), templates=source.get("templates"),
+        chat=source.get("chat"),
         tokenizer_kind=kind, tokenizer_files=tok_files,
         sizes=units.get("sizes"), build_batch=units.get("build_batch"),
         output_dirs=output.get("dir"), samples_per_shard=output.get("samples_per_shard"),

@@ -31,7 +31,7 @@ from mintdim_beam.storage import files as storage
 from mintdim_beam.core.config import BuildConfig, normalize_dir
 from mintdim_beam.tokenization import special_tokens
 from mintdim_beam.tokenization.adapters import Tokenizer, load_files, read_tokenizer, tokenizer_digest
-from mintdim_beam.tokenization.template_tokens import check_lookalikes, constant_segments
+from mintdim_beam.tokenization.template_tokens import check_lookalikes, constant_segments, check_role_lookalikes, role_tokens
 
 
 @dataclass
@@ -317,6 +317,11 @@ def check_template_tokens(config: BuildConfig, tokenizers: dict) -> None:
             continue
         checked.add(key)
         tok: Tokenizer = tokenizers[spec.tokenizer]
+        if spec.chat is not None:
+            for role in spec.chat.roles:      # each role's template, as a template
+                role_tokens(role, tok, spec.index)
+                check_role_lookalikes(role, tok, spec.index)
+            continue
         constants = constant_segments(spec.segments, tok, spec.index, spec.template)
         check_lookalikes(spec.segments, tok, constants, spec.index, spec.template)
 
@@ -328,10 +333,13 @@ def template_unk(config: BuildConfig, tokenizers: dict) -> dict:
     found = {}
     checked: dict = {}   # (tokenizer, segments) -> bad literals: once per template, not per file
     for spec in config.files:
-        key = (spec.tokenizer, spec.segments)
+        key = (spec.tokenizer, spec.segments, spec.chat)
         if key not in checked:
             tok: Tokenizer = tokenizers[spec.tokenizer]
-            checked[key] = [LiteralUnk(seg.text, tuple(tok.unk_substrings(seg.text))) for seg in spec.segments
+            segments = spec.segments
+            if spec.chat is not None:       # a chat's literals are its role templates'
+                segments = [seg for role in spec.chat.roles for seg in role.segments]
+            checked[key] = [LiteralUnk(seg.text, tuple(tok.unk_substrings(seg.text))) for seg in segments
                             if seg.is_literal and tok.unk_id is not None and tok.unk_id in tok.encode(seg.text)]
         if checked[key]:
             found[spec.index] = list(checked[key])

@@ -92,3 +92,44 @@ def check_lookalikes(segments: Sequence[Segment], tokenizer, constants: dict, fi
         j, text, token_id = hit
         raise TemplateTokenizerError.lookalike(file_index, template, segments[j].text, text, token_id,
                                                spelling(tokenizer, text, token_id), constants[j].ids)
+
+
+@dataclass(frozen=True)
+class RoleTokens:
+    """A chat role's template against one tokenizer (``format.chat``): the ids and text of
+    what it puts before and after ``{content}``, each part's literals encoded on their
+    own and its ``{@NAME}`` segments one token each, and the source substring behind
+    each UNK token of each part, in token order."""
+
+    role: str
+    prefix: Constant
+    suffix: Constant
+    prefix_unk: tuple = ()
+    suffix_unk: tuple = ()
+
+
+def role_tokens(role_template, tokenizer, file_index: int = 0) -> RoleTokens:
+    """:class:`RoleTokens` of a ``format.chat.RoleTemplate``; a ``{@NAME}`` the tokenizer
+    lacks is a ``TemplateTokenizerError`` as in any template."""
+    parts = []
+    for segments in (role_template.prefix, role_template.suffix):
+        constants = constant_segments(segments, tokenizer, file_index, role_template.template)
+        ids, text, unk = [], [], []
+        for j, seg in enumerate(segments):
+            c = constants[j]
+            ids.extend(c.ids)
+            text.append(c.text)
+            count = sum(1 for i in c.ids if tokenizer.unk_id is not None and i == tokenizer.unk_id)
+            if count:
+                found = [c.text] * count if c.special else list(tokenizer.unk_substrings(seg.text))
+                unk.extend(found[q] if q < len(found) else "" for q in range(count))
+        parts.append((Constant(tuple(ids), "".join(text)), tuple(unk)))
+    (prefix, prefix_unk), (suffix, suffix_unk) = parts
+    return RoleTokens(role_template.role, prefix, suffix, prefix_unk, suffix_unk)
+
+
+def check_role_lookalikes(role_template, tokenizer, file_index: int) -> None:
+    """:func:`check_lookalikes` for the literals of a chat role's template."""
+    segments = role_template.segments
+    check_lookalikes(segments, tokenizer, constant_segments(segments, tokenizer, file_index, role_template.template),
+                     file_index, role_template.template)

@@ -1,0 +1,230 @@
+"""From conversation lines to rendered samples, and their role tokens (pure).
+
+The chat counterpart of ``sample_lines`` (DESIGN.md §9): a line's list field of
+messages is checked message by message, each message rendered by its role's template
+(``format.chat``: a prefix, the content, a suffix per message slot), and the sample
+hashed over the whole rendered conversation. Every problem is the spec's error for the
+line (``SampleSchemaError.chat`` naming the message), or a bad record under
+``on_bad_record: skip``.
+
+:class:`RoleTable` holds each role's prefix and suffix ids (encoded once per template,
+``template_tokens.role_tokens``) and lays them beside the encoded contents, so the
+record layout sees one field segment per slot part, as it sees a ``jsonl`` template's
+fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+import numpy as np
+
+from mintdim_beam import errors
+from mintdim_beam.core.block_result import BAD
+from mintdim_beam.core.config import FileSpec, Policies
+from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, ParsedSlice, load_object
+from mintdim_beam.errors import chat_messages as C
+from mintdim_beam.format.chat import PARTS_PER_MESSAGE, ROLES_KEY, segment_name
+from mintdim_beam.format.shard_format import ragged_gather_index
+from mintdim_beam.tokenization.unk_rows import CharColumn
+
+_NO_HASH = bytes(32)
+#: Role code of a message slot past the conversation's last message.
+ABSENT = -1
+
+
+def _type_name(value) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+class ChatLineParser:
+    """Parses, checks, renders and hashes conversation lines with one file's chat settings."""
+
+    def __init__(self, spec: FileSpec, policies: Policies, roles: list):
+        """``roles``: the file's ``template_tokens.RoleTokens``, in its declared role order."""
+        self.spec = spec
+        self.chat = spec.chat
+        self.policies = policies
+        self.code = {r.role: k for k, r in enumerate(roles)}
+        self.prefix = [r.prefix.text for r in roles]
+        self.suffix = [r.suffix.text for r in roles]
+        self.role_names = [r.role for r in roles]
+        self.content_names = [segment_name(i, "content") for i in range(self.chat.max_messages)]
+
+    def parse_slice(self, lines: list, pos: int, base: int, file_start: bool):
+        """``(ParsedSlice, next_pos)`` of the next slice of ``lines[pos:]`` (at most
+        ``SLICE_SAMPLES`` samples, about ``SLICE_CHARS`` characters), or ``(None,
+        next_pos)`` when only blank lines were left; ``sample_lines.LineParser``'s contract."""
+        local_lines: list = []
+        values: list = []
+        codes: list = []
+        good: list = []
+        hashes: list = []
+        bad: dict = {}
+        empty: dict = {}
+        extra: dict = {}
+        first_error = None
+        abort = self.policies.on_bad_record == "abort"
+        n, chars = len(lines), 0
+        while pos < n and len(local_lines) < SLICE_SAMPLES and chars < SLICE_CHARS:
+            local_line, line = pos, lines[pos]
+            pos += 1
+            chars += len(line)
+            loaded = load_object(self.spec.path, local_line, line, file_start and local_line == 0)
+            if loaded is None:
+                continue
+            i = len(local_lines)
+            local_lines.append(local_line)
+            error = loaded.error
+            if error is None:
+                rendered = self._render(local_line, loaded.values)
+                if isinstance(rendered, errors.MintDimError):
+                    error = rendered
+                else:
+                    vals, sample_codes, empty_names = rendered
+                    try:
+                        digest = hashlib.sha256("".join(vals).encode("utf-8")).digest()
+                    except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
+                        error = errors.SourceParseError(file=self.spec.path, line=local_line, reason="invalid UTF-8")
+            if error is not None:
+                hashes.append(_NO_HASH)
+                bad[base + i] = (type(error).__name__, error.reason)
+                if abort:
+                    first_error = (base + i, local_line, error)
+                    break
+                continue
+            hashes.append(digest)
+            values.append(vals)
+            codes.append(sample_codes)
+            good.append(i)
+            extra[base + i] = {ROLES_KEY: [self.role_names[c] for c in sample_codes if c != ABSENT]}
+            if empty_names:
+                empty[base + i] = empty_names
+        S = len(local_lines)
+        if S == 0:
+            return None, pos
+        status = np.zeros(S, np.int8)
+        if bad:
+            status[np.asarray(list(bad), np.int64) - base] = BAD
+        return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values,
+                           codes=codes, extra=extra), pos
+
+    def _render(self, local_line: int, obj: dict):
+        """``(slot texts, role codes, empty content names)`` of one conversation, or its error."""
+        chat = self.chat
+        field = chat.field
+
+        def problem(text):
+            return errors.SampleSchemaError.chat(self.spec.path, local_line, field, text)
+
+        if field not in obj:
+            return errors.SampleSchemaError(file=self.spec.path, line=local_line, declared=[field],
+                                            missing=[field], available=list(obj.keys()))
+        messages = obj[field]
+        if not isinstance(messages, list):
+            return problem(C.CHAT_NOT_LIST.format(field=field, type_name=_type_name(messages)))
+        if len(messages) > chat.max_messages:
+            return problem(C.CHAT_TOO_MANY.format(count=len(messages), maximum=chat.max_messages))
+        vals: list = []
+        codes: list = []
+        empty: list = []
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict):
+                return problem(C.CHAT_MESSAGE_NOT_OBJECT.format(index=i, type_name=_type_name(message)))
+            for key in (chat.role_key, chat.content_key):
+                if key not in message:
+                    return problem(C.CHAT_MESSAGE_KEY.format(index=i, key=key, keys=list(message)))
+            role, content = message[chat.role_key], message[chat.content_key]
+            if not isinstance(role, str):
+                return problem(C.CHAT_ROLE_NOT_STRING.format(index=i, type_name=_type_name(role)))
+            code = self.code.get(role)
+            if code is None:
+                return problem(C.CHAT_ROLE_UNKNOWN.format(index=i, role=role, roles=self.role_names))
+            if content is None:
+                content = ""        # as a null field renders (DESIGN.md §4), e.g. a tool-call turn's
+            elif not isinstance(content, str):
+                return problem(C.CHAT_CONTENT_TYPE.format(index=i, type_name=_type_name(content)))
+            if content == "":
+                empty.append(self.content_names[i])
+            vals += (self.prefix[code], content, self.suffix[code])
+            codes.append(code)
+        absent = chat.max_messages - len(messages)
+        vals += ("",) * (PARTS_PER_MESSAGE * absent)
+        codes += [ABSENT] * absent
+        return tuple(vals), tuple(codes), empty
+
+
+class RoleTable:
+    """Each role's prefix and suffix ids, laid beside a slice's encoded contents."""
+
+    def __init__(self, roles: list, unk_id: Optional[int], max_messages: int):
+        self.max_messages = max_messages
+        self.unk_id = unk_id
+        # Per part (prefix, suffix): every role's ids one after another, then where each
+        # role's start and how many; the last entry is the absent slot (no ids).
+        self._ids, self._start, self._len, self._unk = [], [], [], []
+        for part in ("prefix", "suffix"):
+            constants = [getattr(r, part) for r in roles]
+            lens = np.asarray([len(c.ids) for c in constants] + [0], np.int64)
+            self._ids.append(np.asarray([i for c in constants for i in c.ids], np.int64))
+            self._len.append(lens)
+            self._start.append(np.cumsum(lens) - lens)
+            self._unk.append([getattr(r, part + "_unk") for r in roles] + [()])
+
+    def lay_out(self, codes: np.ndarray, contents: tuple) -> tuple:
+        """``(flat, lengths, unk_owner, unk_local, unk_chars)`` of every slot part of a
+        slice, part-slot major as ``records.BlockEncoder`` encodes a template's fields:
+        ``contents`` is the encoding of the content texts (content-slot major), ``codes``
+        the ``(G, max_messages)`` role codes (``ABSENT`` past a conversation's end)."""
+        flat_c, lens_c, owner_c, local_c, chars_c = contents
+        G, M = codes.shape
+        codes = np.where(codes == ABSENT, len(self._len[0]) - 1, codes)
+        starts_c = np.cumsum(lens_c) - lens_c
+        flats, lengths = [], []
+        unk_owner, unk_local, unk_chars = [], [], []
+        for m in range(M):
+            for part in range(PARTS_PER_MESSAGE):
+                k = PARTS_PER_MESSAGE * m + part
+                if part == 1:
+                    lens = lens_c[m * G:(m + 1) * G]
+                    flats.append(flat_c[ragged_gather_index(starts_c[m * G:(m + 1) * G], lens)])
+                    if len(owner_c):
+                        mine = (owner_c >= m * G) & (owner_c < (m + 1) * G)
+                        if mine.any():
+                            unk_owner.append(owner_c[mine] - m * G + k * G)
+                            unk_local.append(local_c[mine])
+                            unk_chars.append(chars_c.take(np.flatnonzero(mine)))
+                else:
+                    t = 0 if part == 0 else 1
+                    c = codes[:, m]
+                    lens = self._len[t][c]
+                    flats.append(self._ids[t][ragged_gather_index(self._start[t][c], lens)])
+                    if self.unk_id is not None:
+                        self._constant_unk(t, c, k, G, unk_owner, unk_local, unk_chars)
+                lengths.append(lens)
+        flat = np.concatenate(flats) if flats else np.zeros(0, np.int64)
+        lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+        if not unk_owner:
+            empty = np.zeros(0, np.int64)
+            return flat, lengths, empty, empty, CharColumn()
+        owner, local = np.concatenate(unk_owner), np.concatenate(unk_local)
+        order = np.lexsort((local, owner))     # token order: by text, then within it
+        return flat, lengths, owner[order], local[order], CharColumn.concat(unk_chars).take(order)
+
+    def _constant_unk(self, t: int, codes: np.ndarray, k: int, G: int, owners, locals_, chars) -> None:
+        """The UNK tokens of the prefixes (``t`` 0) or suffixes (1) of slot part ``k``."""
+        for role, found in enumerate(self._unk[t]):
+            if not found:
+                continue
+            ids = self._ids[t][self._start[t][role]:self._start[t][role] + self._len[t][role]]
+            at = np.flatnonzero(ids == self.unk_id)
+            rows = np.flatnonzero(codes == role)
+            if not len(rows) or not len(at):
+                continue
+            owners.append(np.repeat(rows + k * G, len(at)))
+            locals_.append(np.tile(at, len(rows)))
+            chars.append(CharColumn.of(list(found) * len(rows)))
