@@ -64,8 +64,8 @@ def describe_chat_templates(chat: ChatSpec) -> str:
     return json.dumps({r.role: r.template for r in chat.roles}, ensure_ascii=False)
 
 
-def chat_specs(job: JobSpec, n: int) -> list:
-    """One :class:`ChatSpec` per input file from a ``chat`` declaration: each key one
+def chat_specs(job, n: int) -> list:
+    """One :class:`ChatSpec` per input file from ``job.chat`` (a ``config.JobSpec``): each key one
     value for every file or a list of one per file (``templates``: a mapping of role to
     template, or a list of them; ``max_messages``: an int, or a list)."""
     chat = job.chat
