@@ -161,6 +161,12 @@ READ_PROBLEMS = {
     "row_shard_unit": Text("shard_path {shard_path} is not in unit_{unit}",
                            "shard_path {shard_path} không nằm trong unit_{unit}"),
     "row_empty_fields": Text("empty_fields must be a list", "empty_fields phải là list"),
+    "row_roles": Text("roles must be a list of at most {most} role names (strings), got {got}",
+                      "roles phải là list gồm tối đa {most} tên role (string), hiện tại là {got}"),
+    "row_pair_keys": Text("{has} without {lacks}: a preference pair's rows carry both",
+                          "có {has} nhưng thiếu {lacks}: các dòng của một cặp preference có cả hai"),
+    "row_pair_role": Text("pair_role must be one of {roles}, got {got}",
+                          "pair_role phải là một trong {roles}, hiện tại là {got}"),
     # shards and records
     "shard_missing": Text("shard file not found", "không tìm thấy file shard"),
     "shard_not_file": Text("not a regular file (a shard is a file of records)",

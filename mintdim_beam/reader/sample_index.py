@@ -6,6 +6,11 @@ Random access needs to know where each sample lives; the index says it (``unit_s
 rather than a dict per row, so an index of millions of samples costs tens of bytes per
 sample, and a lookup is one ``searchsorted``. ``verify`` parses it with ``problems`` to
 list every bad row; the reader raises on the first.
+
+Two kinds of dataset add columns (DESIGN.md §9): a chat output's rows end with
+``roles`` (the roles of the sample's messages, in order), kept as one small code per
+message, not a tuple per row; a preference pair's two rows share a ``pair_id`` and say
+their ``pair_role``. Each column is ``None`` when no row has it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import numpy as np
 from mintdim_beam.errors import bilingual as B
 from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.format.chat import ROLES_KEY
 from mintdim_beam.format.names import SAMPLE_INDEX
 from mintdim_beam.format.names import SHARD_PATH
 
@@ -35,6 +41,12 @@ class IndexProblem(NamedTuple):
 
 _INT64_END = 1 << 63
 _ROW_INTS = ("sample_id", "token_count", "unit_size", "source_line", "shard_record")
+#: The keys of the optional columns, and what ``pair_role`` may say (its codes).
+PAIR_ID_KEY, PAIR_ROLE_KEY = "pair_id", "pair_role"
+PAIR_ROLES = ("chosen", "rejected")
+_OPTIONAL_KEYS = (ROLES_KEY, PAIR_ID_KEY, PAIR_ROLE_KEY)
+#: The most messages a row's ``roles`` may list (a chat output's ``max_messages`` bound).
+MAX_ROLES = 4096
 
 
 @dataclass
@@ -56,6 +68,17 @@ class SampleIndex:
     files: list
     empty_fields: dict = field(default_factory=dict)   # row -> tuple of field names
     row_line: np.ndarray = None     # 1-based line of each row in sample_index.jsonl
+    # A chat output's ``roles``: row r's messages have the roles
+    # role_names[role_codes[role_start[r]:role_start[r] + role_count[r]]]; a row
+    # without the key counts -1. None when no row has one.
+    role_count: Optional[np.ndarray] = None      # (rows,) int32
+    role_codes: Optional[np.ndarray] = None      # (messages of all rows,) int16, into role_names
+    role_names: list = field(default_factory=list)
+    # Preference pairs: ``pair_id`` (-1 for a row without one) and ``pair_role``
+    # (PAIR_ROLES' index, -1 without one); None when no row has them.
+    pair_id: Optional[np.ndarray] = None         # (rows,) int64
+    pair_role: Optional[np.ndarray] = None       # (rows,) int8
+    _role_start: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return int(self.sample_id.shape[0])
@@ -72,12 +95,36 @@ class SampleIndex:
         """Rank of each row's record inside its unit (shard * samples_per_shard + record)."""
         return self.shard.astype(np.int64) * samples_per_shard + self.record
 
+    @property
+    def role_start(self) -> Optional[np.ndarray]:
+        """Where each row's role codes start in ``role_codes`` (computed once)."""
+        if self.role_count is None:
+            return None
+        if self._role_start is None or len(self._role_start) != len(self.role_count):
+            counts = np.maximum(self.role_count, 0).astype(np.int64)
+            self._role_start = np.cumsum(counts) - counts
+        return self._role_start
+
+    def row_role_codes(self, row: int) -> Optional[np.ndarray]:
+        """The codes (into ``role_names``) of one row's ``roles``; None when it has none."""
+        if self.role_count is None or self.role_count[row] < 0:
+            return None
+        start = int(self.role_start[row])
+        return self.role_codes[start:start + int(self.role_count[row])]
+
+    def roles(self, row: int) -> Optional[tuple]:
+        """The ``roles`` of one row (names, in message order); None when it has none."""
+        codes = self.row_role_codes(row)
+        return None if codes is None else tuple(self.role_names[c] for c in codes.tolist())
+
 
 #: Bytes of whole lines parsed at a time: the parse holds the growing columns plus
 #: about this much text and its Arrow table, whatever the index's size.
 CHUNK_BYTES = 1 << 20
 _COLUMNS = (("sample_id", np.int64), ("unit", np.int64), ("shard", np.int32), ("record", np.int64),
             ("token_count", np.int64), ("file", np.int32), ("line", np.int64), ("row_line", np.int64))
+#: Per-row columns only some datasets have (-1 in a row without the key).
+_OPTIONAL_COLUMNS = (("role_count", np.int32), ("pair_id", np.int64), ("pair_role", np.int8))
 
 
 def parse_sample_index(data: bytes, problems: Optional[list] = None, chunk_bytes: int = CHUNK_BYTES) -> SampleIndex:
@@ -120,10 +167,11 @@ def _chunks(pieces: Iterable, problems: Optional[list], chunk_bytes: int) -> Ite
     """``(bytes of text, its rows)`` of each chunk."""
     files: dict = {}
     names: list = []
+    roles = _Vocabulary()
     for first_line, text in _line_chunks(pieces, chunk_bytes):
-        chunk = _fast_chunk(text, first_line, files, names)
+        chunk = _fast_chunk(text, first_line, files, names, roles)
         if chunk is None:
-            chunk = _checked_chunk(text, first_line, problems, files, names)
+            chunk = _checked_chunk(text, first_line, problems, files, names, roles)
         yield len(text), chunk
 
 
@@ -158,13 +206,14 @@ def _arrow_options():
     import pyarrow as pa
     import pyarrow.json as pj
 
-    ints = [(key, pa.int64()) for key in _ROW_INTS]
-    strings = [(key, pa.string()) for key in ("source_file", "hash", "shard_path")]
-    schema = pa.schema(ints + strings + [("empty_fields", pa.list_(pa.string()))])
+    ints = [(key, pa.int64()) for key in _ROW_INTS + (PAIR_ID_KEY,)]
+    strings = [(key, pa.string()) for key in ("source_file", "hash", "shard_path", PAIR_ROLE_KEY)]
+    lists = [(key, pa.list_(pa.string())) for key in ("empty_fields", ROLES_KEY)]
+    schema = pa.schema(ints + strings + lists)
     return pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
 
 
-def _fast_chunk(text: bytes, first_line: int, files: dict, names: list) -> Optional[SampleIndex]:
+def _fast_chunk(text: bytes, first_line: int, files: dict, names: list, roles: "_Vocabulary") -> Optional[SampleIndex]:
     """The chunk parsed with pyarrow's JSON reader and checked column by column, when
     every row passes every check of :func:`_row_problem`; None otherwise, and the
     chunk is parsed line by line instead (:func:`_checked_chunk`), which finds and
@@ -184,7 +233,7 @@ def _fast_chunk(text: bytes, first_line: int, files: dict, names: list) -> Optio
     if b"\r" in text and text.count(b"\r") != text.count(b"\r\n"):
         return None
     if not lines:
-        return _chunk_index({}, np.zeros((0, 32), np.uint8), names, {})
+        return _chunk_index({}, np.zeros((0, 32), np.uint8), names, {}, roles)
     row_line = np.arange(first_line, first_line + lines, dtype=np.int64)
     try:
         table = pj.read_json(pa.py_buffer(text), read_options=pj.ReadOptions(use_threads=False,
@@ -194,16 +243,32 @@ def _fast_chunk(text: bytes, first_line: int, files: dict, names: list) -> Optio
     if table.num_rows != lines:
         return None
     got = {name: table.column(name).combine_chunks() for name in table.column_names}
+    optional = {}
+    for key in _OPTIONAL_KEYS:
+        column = got.pop(key, None)
+        if column is None or column.null_count == len(column):
+            if b'"' + key.encode() + b'"' in text:
+                return None     # a null value, or the key in a text: json.loads tells them apart
+        elif column.null_count:
+            return None         # in some rows only: the line-by-line parse checks each
+        else:
+            optional[key] = column
+    if (PAIR_ID_KEY in optional) != (PAIR_ROLE_KEY in optional):
+        return None             # one without the other: a problem the line-by-line parse words
     if any(a.null_count for a in got.values()):
         return None         # a key missing or null: json.loads tells them apart
+    got.update(optional)
     try:        # Arrow's JSON reader leaves strings' UTF-8 unchecked; json.loads rejects bad UTF-8
-        for name in ("source_file", "shard_path", "empty_fields"):
+        for name in ("source_file", "shard_path", "empty_fields", ROLES_KEY, PAIR_ROLE_KEY):
             if name in got:
                 got[name].validate(full=True)
     except pa.ArrowInvalid:
         return None
-    ints = {k: got[k].to_numpy() for k in _ROW_INTS}
+    ints = {k: got[k].to_numpy() for k in _ROW_INTS + (PAIR_ID_KEY,) if k in got}
     if any(int(v.min()) < 0 for v in ints.values()):
+        return None
+    extra = _fast_optional(got, roles)
+    if extra is None:
         return None
     digest = got["hash"]
     if int(pc.min(pc.binary_length(digest)).as_py()) != 64 or int(pc.max(pc.binary_length(digest)).as_py()) != 64:
@@ -235,7 +300,50 @@ def _fast_chunk(text: bytes, first_line: int, files: dict, names: list) -> Optio
             "record": ints["shard_record"], "token_count": ints["token_count"],
             "file": codes[pc.index_in(source, distinct).to_numpy()], "line": ints["source_line"],
             "row_line": row_line}
-    return _chunk_index(cols, digests, names, empty)
+    return _chunk_index(cols, digests, names, empty, roles, **extra)
+
+
+def _fast_optional(got: dict, roles: "_Vocabulary") -> Optional[dict]:
+    """The optional columns of an Arrow-parsed chunk (``_chunk_index``'s keywords), or
+    None when a value is one that :func:`_row_problem` refuses."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    extra = {}
+    lists = got.get(ROLES_KEY)
+    if lists is not None:
+        counts = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+        flat = pc.list_flatten(lists)
+        if flat.null_count or int(counts.max()) > MAX_ROLES:
+            return None
+        distinct = pc.unique(flat)
+        codes = np.asarray([roles.code(name) for name in distinct.to_pylist()], np.int16)
+        extra["role_count"] = counts.astype(np.int32)
+        extra["role_codes"] = codes[pc.index_in(flat, distinct).to_numpy()] if len(flat) else np.zeros(0, np.int16)
+    if PAIR_ID_KEY in got:
+        said = pc.index_in(got[PAIR_ROLE_KEY], pa.array(PAIR_ROLES))
+        if said.null_count:
+            return None
+        extra["pair_id"] = got[PAIR_ID_KEY].to_numpy()
+        extra["pair_role"] = said.to_numpy().astype(np.int8)
+    return extra
+
+
+class _Vocabulary:
+    """Distinct role names in first-seen order, shared by the chunks of one parse."""
+
+    def __init__(self):
+        self.names: list = []
+        self._codes: dict = {}
+
+    def code(self, name: str) -> int:
+        code = self._codes.get(name)
+        if code is None:
+            if len(self.names) >= np.iinfo(np.int16).max:
+                raise ValueError("more distinct roles than an int16 code holds")
+            code = self._codes[name] = len(self.names)
+            self.names.append(name)
+        return code
 
 
 def _file_code(name: str, files: dict, names: list) -> int:
@@ -246,16 +354,27 @@ def _file_code(name: str, files: dict, names: list) -> int:
     return code
 
 
-def _chunk_index(cols: dict, digests: np.ndarray, names: list, empty: dict) -> SampleIndex:
+def _chunk_index(cols: dict, digests: np.ndarray, names: list, empty: dict, roles: _Vocabulary,
+                 role_count=None, role_codes=None, pair_id=None, pair_role=None) -> SampleIndex:
     return SampleIndex(**{name: np.asarray(cols.get(name, ()), dtype) for name, dtype in _COLUMNS},
-                       digest=digests, files=names, empty_fields=empty)
+                       digest=digests, files=names, empty_fields=empty,
+                       role_count=None if role_count is None else np.asarray(role_count, np.int32),
+                       role_codes=None if role_codes is None else np.asarray(role_codes, np.int16),
+                       role_names=roles.names,
+                       pair_id=None if pair_id is None else np.asarray(pair_id, np.int64),
+                       pair_role=None if pair_role is None else np.asarray(pair_role, np.int8))
 
 
-def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files: dict, names: list) -> SampleIndex:
+def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files: dict, names: list,
+                   roles: _Vocabulary) -> SampleIndex:
     """The chunk parsed a line at a time, each row checked by :func:`_row_problem`."""
     cols = {name: [] for name, _ in _COLUMNS}
     digests: list = []
     empty: dict = {}
+    role_count: list = []
+    role_codes: list = []
+    pair_id: list = []
+    pair_role: list = []
     lines = text.split(b"\n")
     if lines[-1] == b"":
         lines.pop()         # after the newline that ends the chunk's last line: no line
@@ -292,7 +411,16 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
         digests.append(bytes.fromhex(row["hash"]))
         if row.get("empty_fields"):
             empty[k] = tuple(row["empty_fields"])
-    return _chunk_index(cols, np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 32).copy(), names, empty)
+        said = row.get(ROLES_KEY)
+        role_count.append(-1 if said is None else len(said))
+        role_codes.extend(roles.code(name) for name in said or ())
+        pair_id.append(row.get(PAIR_ID_KEY, -1))
+        pair_role.append(PAIR_ROLES.index(row[PAIR_ROLE_KEY]) if PAIR_ROLE_KEY in row else -1)
+    has_roles = any(c >= 0 for c in role_count)
+    has_pairs = any(p >= 0 for p in pair_id)
+    return _chunk_index(cols, np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 32).copy(), names, empty,
+                        roles, role_count if has_roles else None, role_codes if has_roles else None,
+                        pair_id if has_pairs else None, pair_role if has_pairs else None)
 
 
 class _GrowingIndex:
@@ -307,6 +435,9 @@ class _GrowingIndex:
         self._n = 0
         self._files: list = []
         self._empty: dict = {}
+        self._role_names: list = []
+        self._optional: dict = {}       # role_count, pair_id, pair_role: once a chunk has them
+        self._role_codes: list = []     # each chunk's, joined at the end
 
     def append(self, chunk: SampleIndex, size: int) -> None:
         k = len(chunk)
@@ -319,6 +450,15 @@ class _GrowingIndex:
         self._digest[self._n:self._n + k] = chunk.digest
         for row, names in chunk.empty_fields.items():
             self._empty[self._n + row] = names
+        self._role_names = chunk.role_names
+        for name, dtype in _OPTIONAL_COLUMNS:
+            values = getattr(chunk, name)
+            if values is not None and name not in self._optional:
+                self._optional[name] = np.full(len(self._digest), -1, dtype)
+            if name in self._optional:
+                self._optional[name][self._n:self._n + k] = -1 if values is None else values
+        if chunk.role_codes is not None:
+            self._role_codes.append(chunk.role_codes)
         self._n += k
 
     def _grow(self, need: int) -> None:
@@ -333,12 +473,19 @@ class _GrowingIndex:
         grown = np.empty((cap, 32), np.uint8)
         grown[:self._n] = self._digest[:self._n]
         self._digest = grown
+        for name, values in self._optional.items():
+            grown = np.full(cap, -1, values.dtype)
+            grown[:self._n] = values[:self._n]
+            self._optional[name] = grown
 
     def finish(self) -> SampleIndex:
         n = self._n
         cols = {name: _trimmed(self._cols[name], n) for name, _ in _COLUMNS}
+        optional = {name: _trimmed(values, n) for name, values in self._optional.items()}
+        if "role_count" in optional:
+            optional["role_codes"] = np.concatenate(self._role_codes) if self._role_codes else np.zeros(0, np.int16)
         return SampleIndex(**cols, digest=_trimmed(self._digest, n), files=list(self._files),
-                           empty_fields=self._empty)
+                           empty_fields=self._empty, role_names=list(self._role_names), **optional)
 
 
 def _trimmed(arr: np.ndarray, n: int) -> np.ndarray:
@@ -376,7 +523,26 @@ def _row_problem(row) -> Optional[B.Text]:
         return R.read_text("row_shard_unit", shard_path=path, unit=row["unit_size"])
     if not isinstance(row.get("empty_fields", []), list):
         return R.read_text("row_empty_fields")
+    if ROLES_KEY in row:
+        said = row[ROLES_KEY]
+        if not isinstance(said, list) or not all(isinstance(r, str) for r in said) or len(said) > MAX_ROLES:
+            return R.read_text("row_roles", got=_short(said), most=MAX_ROLES)
+    if (PAIR_ID_KEY in row) != (PAIR_ROLE_KEY in row):
+        return R.read_text("row_pair_keys", has=PAIR_ID_KEY if PAIR_ID_KEY in row else PAIR_ROLE_KEY,
+                           lacks=PAIR_ROLE_KEY if PAIR_ID_KEY in row else PAIR_ID_KEY)
+    if PAIR_ID_KEY in row:
+        value = row[PAIR_ID_KEY]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _INT64_END:
+            return R.read_text("row_int", key=PAIR_ID_KEY, got=repr(value))
+        if row[PAIR_ROLE_KEY] not in PAIR_ROLES:
+            return R.read_text("row_pair_role", got=repr(row[PAIR_ROLE_KEY]), roles=list(PAIR_ROLES))
     return None
+
+
+def _short(value) -> str:
+    """``repr`` of a value, cut to a readable length for a message."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def as_int(value, what: str) -> int:
