@@ -24,21 +24,12 @@ from mintdim_beam import errors
 from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.config import FileSpec, Policies
 from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, ParsedSlice, load_object
-from mintdim_beam.errors import chat_messages as C
-from mintdim_beam.format.chat import PARTS_PER_MESSAGE, ROLES_KEY, segment_name
+from mintdim_beam.errors.bilingual import Text
+from mintdim_beam.format.chat import ABSENT, PARTS_PER_MESSAGE, ROLES_KEY, render_messages, segment_name
 from mintdim_beam.format.shard_format import ragged_gather_index
 from mintdim_beam.tokenization.unk_rows import CharColumn
 
 _NO_HASH = bytes(32)
-#: Role code of a message slot past the conversation's last message.
-ABSENT = -1
-
-
-def _type_name(value) -> str:
-    if value is None:
-        return "null"
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(value), type(value).__name__)
 
 
 class ChatLineParser:
@@ -124,38 +115,12 @@ class ChatLineParser:
         if field not in obj:
             return errors.SampleSchemaError(file=self.spec.path, line=local_line, declared=[field],
                                             missing=[field], available=list(obj.keys()))
-        messages = obj[field]
-        if not isinstance(messages, list):
-            return problem(C.CHAT_NOT_LIST.format(field=field, type_name=_type_name(messages)))
-        if len(messages) > chat.max_messages:
-            return problem(C.CHAT_TOO_MANY.format(count=len(messages), maximum=chat.max_messages))
-        vals: list = []
-        codes: list = []
-        empty: list = []
-        for i, message in enumerate(messages):
-            if not isinstance(message, dict):
-                return problem(C.CHAT_MESSAGE_NOT_OBJECT.format(index=i, type_name=_type_name(message)))
-            for key in (chat.role_key, chat.content_key):
-                if key not in message:
-                    return problem(C.CHAT_MESSAGE_KEY.format(index=i, key=key, keys=list(message)))
-            role, content = message[chat.role_key], message[chat.content_key]
-            if not isinstance(role, str):
-                return problem(C.CHAT_ROLE_NOT_STRING.format(index=i, type_name=_type_name(role)))
-            code = self.code.get(role)
-            if code is None:
-                return problem(C.CHAT_ROLE_UNKNOWN.format(index=i, role=role, roles=self.role_names))
-            if content is None:
-                content = ""        # as a null field renders (DESIGN.md §4), e.g. a tool-call turn's
-            elif not isinstance(content, str):
-                return problem(C.CHAT_CONTENT_TYPE.format(index=i, type_name=_type_name(content)))
-            if content == "":
-                empty.append(self.content_names[i])
-            vals += (self.prefix[code], content, self.suffix[code])
-            codes.append(code)
-        absent = chat.max_messages - len(messages)
-        vals += ("",) * (PARTS_PER_MESSAGE * absent)
-        codes += [ABSENT] * absent
-        return tuple(vals), tuple(codes), empty
+        rendered = render_messages(obj[field], chat.role_key, chat.content_key, self.code, self.prefix,
+                                   self.suffix, chat.max_messages, field)
+        if isinstance(rendered, Text):
+            return problem(rendered)
+        vals, codes, empty = rendered
+        return vals, codes, [self.content_names[i] for i in empty]
 
 
 class RoleTable:

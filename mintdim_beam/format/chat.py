@@ -13,14 +13,19 @@ A message slot past the conversation's last message has three zero-length segmen
 roles of each sample's messages are in its ``sample_index`` row (``roles``), so a reader
 knows which payload positions belong to which role from the header alone: slot ``i``'s
 tokens are segments ``3i .. 3i+2``. Writer, reader and ``verify`` take the layout from
-here.
+here, and the rendering of one conversation (:func:`render_messages`), which the build
+and ``verify --tokenizer`` must agree on to the byte.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence, Union
 
+import numpy as np
+
+from mintdim_beam.errors import chat_messages as C
+from mintdim_beam.errors.bilingual import Text
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template
 
 #: The one placeholder a role template has.
@@ -32,6 +37,8 @@ PARTS_PER_MESSAGE = len(MESSAGE_PARTS)
 ROLES_KEY = "roles"
 #: Key of an overflow row's list of the messages that truncation shortened.
 CUT_KEY = "cut_messages"
+#: Role code of a message slot past the conversation's last message.
+ABSENT = -1
 
 
 def segment_name(message: int, part: str) -> str:
@@ -93,3 +100,92 @@ def chat_layout(max_messages: int, roles: Sequence[str]) -> dict:
     its ``sample_index`` row."""
     return {"max_messages": max_messages, "message_parts": list(MESSAGE_PARTS), "roles": list(roles),
             "roles_key": ROLES_KEY}
+
+
+def json_type_name(value) -> str:
+    """A JSON value's type as a message names it (``null``, ``number``, ``array``, ...)."""
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+def render_messages(messages, role_key: str, content_key: str, code: dict, prefix: Sequence[str],
+                    suffix: Sequence[str], max_messages: int, field: str) -> Union[tuple, Text]:
+    """One conversation's slot texts: ``(texts, codes, empty)``, or what is wrong with it.
+
+    ``messages`` is the line's value of the list ``field``; ``code`` maps each role to its
+    code, ``prefix[code]`` and ``suffix[code]`` are the texts of what its template puts
+    around ``{content}`` (``{@NAME}`` segments as their token's text). ``texts`` holds
+    the three texts of every slot (absent slots ``""``), whose concatenation the
+    sample's hash is taken over; ``codes`` one code per slot (:data:`ABSENT` past the
+    last message); ``empty`` the messages whose content renders empty (a null content
+    renders ``""``, as a null field does, e.g. a tool-call turn's). A problem is a
+    bilingual ``Text`` naming the message."""
+    if not isinstance(messages, list):
+        return C.CHAT_NOT_LIST.format(field=field, type_name=json_type_name(messages))
+    if len(messages) > max_messages:
+        return C.CHAT_TOO_MANY.format(count=len(messages), maximum=max_messages)
+    vals: list = []
+    codes: list = []
+    empty: list = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return C.CHAT_MESSAGE_NOT_OBJECT.format(index=i, type_name=json_type_name(message))
+        for key in (role_key, content_key):
+            if key not in message:
+                return C.CHAT_MESSAGE_KEY.format(index=i, key=key, keys=list(message))
+        role, content = message[role_key], message[content_key]
+        if not isinstance(role, str):
+            return C.CHAT_ROLE_NOT_STRING.format(index=i, type_name=json_type_name(role))
+        k = code.get(role)
+        if k is None:
+            return C.CHAT_ROLE_UNKNOWN.format(index=i, role=role, roles=list(code))
+        if content is None:
+            content = ""
+        elif not isinstance(content, str):
+            return C.CHAT_CONTENT_TYPE.format(index=i, type_name=json_type_name(content))
+        if content == "":
+            empty.append(i)
+        vals += (prefix[k], content, suffix[k])
+        codes.append(k)
+    absent = max_messages - len(messages)
+    vals += ("",) * (PARTS_PER_MESSAGE * absent)
+    codes += [ABSENT] * absent
+    return tuple(vals), tuple(codes), empty
+
+
+def role_mask(lengths, roles_codes, wanted_roles: Iterable[int], parts: Iterable[str] = MESSAGE_PARTS,
+              width: int = None) -> np.ndarray:
+    """Boolean ``(..., width)`` mask of the payload positions of the messages whose role
+    code is in ``wanted_roles``, in their ``parts`` (of :data:`MESSAGE_PARTS`).
+
+    From the header alone: ``lengths`` are a record's segment lengths ``(3 * M,)``, or
+    ``(records, 3 * M)``; ``roles_codes`` the slots' role codes ``(M,)`` or
+    ``(records, M)`` (:data:`ABSENT`, or any code not wanted, for a slot left out).
+    ``width`` defaults to the longest record's token count."""
+    lengths = np.asarray(lengths, np.int64)
+    codes = np.asarray(roles_codes, np.int64)
+    single = lengths.ndim == 1
+    lengths, codes = lengths.reshape(-1, lengths.shape[-1]), codes.reshape(-1, codes.shape[-1])
+    k, n = lengths.shape
+    if n != PARTS_PER_MESSAGE * codes.shape[1] or codes.shape[0] != k:
+        raise ValueError(f"{n} segment lengths per record do not fit {codes.shape[1]} message slots")
+    parts = set(parts)
+    unknown = parts - set(MESSAGE_PARTS)
+    if unknown:
+        raise KeyError(f"no message part named {sorted(unknown)}; parts: {list(MESSAGE_PARTS)}")
+    wanted = np.asarray(sorted(set(int(c) for c in wanted_roles)), np.int64)
+    by_part = np.asarray([p in parts for p in MESSAGE_PARTS])
+    chosen = (np.isin(codes, wanted) & (codes != ABSENT))[:, :, None] & by_part[None, None, :]
+    chosen = chosen.reshape(k, n) & (lengths > 0)
+    ends = np.cumsum(lengths, axis=1)
+    if width is None:
+        width = int(ends[:, -1].max()) if k and n else 0
+    starts = ends - lengths
+    r, j = np.nonzero(chosen)
+    delta = np.zeros((k, width + 1), np.int32)
+    np.add.at(delta, (r, np.minimum(starts[r, j], width)), 1)
+    np.add.at(delta, (r, np.minimum(ends[r, j], width)), -1)
+    mask = np.cumsum(delta, axis=1)[:, :width] > 0
+    return mask[0] if single else mask
