@@ -167,6 +167,20 @@ READ_PROBLEMS = {
                           "có {has} nhưng thiếu {lacks}: các dòng của một cặp preference có cả hai"),
     "row_pair_role": Text("pair_role must be one of {roles}, got {got}",
                           "pair_role phải là một trong {roles}, hiện tại là {got}"),
+    # a chat output (DESIGN.md §9)
+    "chat_layout": Text("not a consistent chat output: {detail}", "không phải output chat nhất quán: {detail}"),
+    "index_roles_missing": Text(
+        "no roles: every row of a chat output lists the roles of its sample's messages",
+        "không có roles: mọi dòng của output chat đều liệt kê role của các message trong sample"),
+    "index_roles_many": Text("roles lists {count} messages, more than the {most} message slots of a record",
+                             "roles liệt kê {count} message, nhiều hơn {most} slot message của một bản ghi"),
+    "index_role_unknown": Text("role {role!r} is not among the roles manifest.json declares ({roles})",
+                               "role {role!r} không thuộc các role mà manifest.json khai báo ({roles})"),
+    "not_chat": Text(
+        "loss_roles needs a chat output (messages with roles); this dataset's segments are {segments}: "
+        "use loss_segments",
+        "loss_roles cần một output chat (các message có role); các segment của dataset này là {segments}: "
+        "hãy dùng loss_segments"),
     # shards and records
     "shard_missing": Text("shard file not found", "không tìm thấy file shard"),
     "shard_not_file": Text("not a regular file (a shard is a file of records)",
@@ -294,3 +308,25 @@ def read_text(kind: str, /, **facts: object) -> Text:
     en = dict(facts, detail=detail[0]) if detail is not None else facts
     vi = dict(facts, detail=detail[1]) if detail is not None else facts
     return Text(template.en.format(**en), template.vi.format(**vi))
+
+
+# ---------------------------------------------------------------------------
+# verify's warnings: what a training job would find, in a dataset that is not damaged
+# ---------------------------------------------------------------------------
+#: ``{where}`` is ``file:line (sample N)``; ``{roles}`` the loss roles.
+WARN_NO_LOSS_ROLE = Text(
+    "{where}: no message of role {roles}, so no loss position with loss_roles={roles}",
+    "{where}: không có message nào có role {roles}, nên không có vị trí loss nào với loss_roles={roles}")
+WARN_LOSS_TRUNCATED = Text(
+    "{where}: truncation left no token of its {roles} messages (parts {parts}), so no loss position",
+    "{where}: việc cắt bớt không để lại token nào của các message {roles} (phần {parts}), nên không có vị trí "
+    "loss nào")
+WARN_LOSS_EMPTY = Text(
+    "{where}: its {roles} messages hold no token in parts {parts}, so no loss position",
+    "{where}: các message {roles} của nó không có token nào ở phần {parts}, nên không có vị trí loss nào")
+WARN_MORE = Text("... and {count} more samples without a loss position",
+                 "... và {count} sample khác không có vị trí loss nào")
+WARN_ROLE_ABSENT = Text("loss role {role!r} is not a role of this dataset (its roles: {roles}); left out",
+                        "loss role {role!r} không phải role của dataset này (các role: {roles}); đã bỏ qua")
+WARN_NOT_CHAT = Text("--loss-roles {roles}: not a chat output, no loss roles to check",
+                     "--loss-roles {roles}: không phải output chat, không có loss role nào để kiểm tra")

@@ -32,8 +32,7 @@ import logging
 import os
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -49,7 +48,9 @@ from mintdim_beam.errors.read_errors import ReaderError
 from mintdim_beam.format.names import CHECKSUMS, MANIFEST, SAMPLE_INDEX
 from mintdim_beam.format.record_checks import RecordBatch, checksum_problem, parse_checksums, record_problem
 from mintdim_beam.format.names import SHARD_PATH as _SHARD_PATH
-from mintdim_beam.reader.sample_index import SampleIndex, as_int, parse_sample_index_pieces
+from mintdim_beam.reader.sample_index import PAIR_ROLES, SampleIndex, as_int, parse_sample_index_pieces
+from mintdim_beam.reader.samples import Sample, SegmentTokens  # noqa: F401  (importable from here)
+from mintdim_beam.reader import chat_view
 from mintdim_beam.reader.training import CausalLMDataset
 from mintdim_beam.format import names
 
@@ -58,78 +59,6 @@ _log = logging.getLogger(__name__)
 _REMOTE_SHARDS_CACHED = 4
 _SHARD_FILE = re.compile(r"shard_\d{6}\.bin")
 _CHECK_SLOTS = 1 << 22         # slots checked at once when reading in bulk (8-16 MiB)
-
-
-# --------------------------------------------------------------------------- samples
-
-
-class SegmentTokens(NamedTuple):
-    """One template segment of a record: its position, name and token ids."""
-
-    index: int
-    name: str
-    ids: np.ndarray
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One written sample: where it came from, where it lives, and its segments."""
-
-    sample_id: Optional[int]        # None for a record that no index row points to
-    unit_size: int
-    shard_path: str
-    shard_record: int
-    source_file: Optional[str]
-    source_line: Optional[int]
-    hash: Optional[str]
-    empty_fields: tuple
-    record: np.ndarray              # the raw record slots (magic, lengths, payload)
-    sequence_template: tuple
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return self.record[1:1 + len(self.sequence_template)].astype(np.int64)
-
-    @property
-    def token_count(self) -> int:
-        return int(self.lengths.sum())
-
-    @property
-    def payload(self) -> np.ndarray:
-        """The written tokens, without padding."""
-        start = 1 + len(self.sequence_template)
-        return self.record[start:start + self.token_count]
-
-    @property
-    def padded_payload(self) -> np.ndarray:
-        return self.record[1 + len(self.sequence_template):]
-
-    @property
-    def segments(self) -> tuple:
-        """Every segment in ``sequence_template`` order (literals named token_template)."""
-        out, start = [], 0
-        payload = self.padded_payload
-        for j, (name, n) in enumerate(zip(self.sequence_template, self.lengths.tolist())):
-            out.append(SegmentTokens(j, name, payload[start:start + n]))
-            start += n
-        return tuple(out)
-
-    def segment(self, name: str) -> np.ndarray:
-        """Tokens of the segments called ``name``, concatenated in order.
-
-        For a field used once this is just that field's tokens; ``"token_template"``
-        gives every literal's tokens.
-        """
-        return self.select([name])
-
-    def select(self, names: Iterable[str]) -> np.ndarray:
-        """Tokens of every segment whose name is in ``names``, in payload order."""
-        names = set(names)
-        unknown = names - set(self.sequence_template)
-        if unknown:
-            raise KeyError(f"no segment named {sorted(unknown)}; segments: {list(self.sequence_template)}")
-        parts = [s.ids for s in self.segments if s.name in names]
-        return np.concatenate(parts) if parts else self.record[:0]
 
 
 # --------------------------------------------------------------------------- the reader
@@ -200,6 +129,30 @@ class OutputReader:
     def unit_sizes(self) -> tuple:
         return self.meta.unit_sizes
 
+    @property
+    def chat_layout(self) -> Optional["chat_view.ChatLayout"]:
+        """A chat output's layout (``chat_view.ChatLayout``); None for any other output."""
+        if "_chat" not in self.__dict__:
+            self._chat = chat_view.layout_of(self.meta)
+        return self._chat
+
+    @property
+    def chat(self) -> Optional[dict]:
+        """A chat output's ``chat`` entry (max_messages, message_parts, roles, roles_key); None otherwise."""
+        layout = self.chat_layout
+        return None if layout is None else layout.as_dict()
+
+    def role_codes(self, rows) -> Optional[np.ndarray]:
+        """``(len(rows), max_messages)`` role codes (into ``chat["roles"]``, -1 for an
+        absent slot) of index rows, from their ``roles``; None for a non-chat output."""
+        layout = self.chat_layout
+        if layout is None:
+            return None
+        if self._role_map is None:
+            self._role_map = chat_view.index_codes(layout, self._index if self._index is not None else self.index,
+                                                   self.path)
+        return chat_view.slot_codes(self.index, self._role_map, rows, layout.max_messages)
+
     def json(self, name: str):
         """A summary file of the directory (``stats.json``, ``histogram.json``, ...)."""
         return read_json(join(self.path, name))
@@ -226,6 +179,7 @@ class OutputReader:
                 self._check_index_order()
                 self._check_index_counts()
                 self._check_index_places()
+                self.role_codes(np.zeros(0, np.int64))      # a chat output: every row's roles
             except ReaderError:
                 self._index = None      # every later read is refused the same way
                 raise
@@ -323,6 +277,7 @@ class OutputReader:
         self._ids = ids
         self._unit_samples = dict(zip(sizes.tolist(), counts.tolist()))
         self._empty_segments = {}
+        self._role_map = None
         self._index = index
 
     def __len__(self) -> int:
@@ -483,6 +438,9 @@ class OutputReader:
             shard_record=int(ix.record[row]), source_file=ix.files[int(ix.file[row])],
             source_line=int(ix.line[row]), hash=ix.hash(row), empty_fields=ix.empty_fields.get(row, ()),
             record=rec, sequence_template=self.sequence_template,
+            roles=ix.roles(row) if self.chat_layout is not None else None,
+            pair_id=None if ix.pair_id is None or ix.pair_id[row] < 0 else int(ix.pair_id[row]),
+            pair_role=None if ix.pair_role is None or ix.pair_role[row] < 0 else PAIR_ROLES[int(ix.pair_role[row])],
         )
 
     def sample_at_row(self, row: int) -> Sample:
@@ -578,9 +536,12 @@ class OutputReader:
             yield self.sample_at_row(row)
 
     def causal_lm(self, units: Optional[Sequence[int]] = None, loss_segments: Optional[Sequence[str]] = None,
-                  shift: bool = True, return_tensors: Optional[str] = None) -> "CausalLMDataset":
+                  shift: bool = True, return_tensors: Optional[str] = None,
+                  loss_roles: Optional[Sequence[str]] = None,
+                  loss_parts: Optional[Sequence[str]] = None) -> "CausalLMDataset":
+        """The training view (:class:`~mintdim_beam.reader.training.CausalLMDataset`)."""
         return CausalLMDataset(self, units=units, loss_segments=loss_segments, shift=shift,
-                               return_tensors=return_tensors)
+                               return_tensors=return_tensors, loss_roles=loss_roles, loss_parts=loss_parts)
 
 
 def open_output(path: str, mmap: bool = True, checksums: bool = False, options=None) -> OutputReader:
