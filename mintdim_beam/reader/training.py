@@ -2,7 +2,9 @@
 
 Kept apart from :mod:`mintdim_beam.reader.dataset` (which finds and checks records) because it
 is a choice of what a training step wants: ``input_ids``/``labels``/``attention_mask``
-of the record's unit width, labels shifted or not, the loss on chosen segments. Every
+of the record's unit width, labels shifted or not, the loss on chosen segments or, for
+a chat output, on the messages of chosen roles (their positions come from the header
+and the index row's roles, ``format.chat.role_mask``). Every
 record comes through :meth:`OutputReader.record_at_row`, so items are checked like any
 other read. Pure numpy; torch is imported only for ``return_tensors="pt"``, inside
 ``__getitem__``, so the dataset pickles into ``DataLoader`` worker processes.
@@ -15,6 +17,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from mintdim_beam.errors.read_errors import ReaderError
+from mintdim_beam.format.chat import MESSAGE_PARTS, role_mask
 from mintdim_beam.reader.sample_index import as_int
 
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
@@ -73,11 +76,18 @@ class CausalLMDataset:
     ``units=[size]`` for a plain ``DataLoader(dataset, batch_size=...)``, or keep every
     unit and pass ``batch_sampler=dataset.batch_sampler(batch_size)`` so that each batch
     holds one unit. ``return_tensors="pt"`` imports torch (only then) and returns tensors.
+
+    The loss covers every written token unless narrowed: ``loss_segments`` keeps the
+    named segments; on a chat output ``loss_roles`` keeps the messages of those roles,
+    whole (prefix, content and suffix, so an ``{@eos}`` closing the turn is learnt),
+    or only their ``loss_parts`` (``("content", "suffix")`` leaves the role header
+    out). Given both, a position is in the loss when both keep it.
     """
 
     def __init__(self, reader, units: Optional[Sequence[int]] = None,
                  loss_segments: Optional[Sequence[str]] = None, shift: bool = True,
-                 return_tensors: Optional[str] = None):
+                 return_tensors: Optional[str] = None, loss_roles: Optional[Sequence[str]] = None,
+                 loss_parts: Optional[Sequence[str]] = None):
         if return_tensors not in (None, "np", "pt"):
             raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
         if return_tensors == "pt":
@@ -89,6 +99,7 @@ class CausalLMDataset:
             unknown = set(self.loss_segments) - set(reader.sequence_template)
             if unknown:
                 raise KeyError(f"no segment named {sorted(unknown)}; segments: {list(reader.sequence_template)}")
+        self.loss_roles, self.loss_parts, self._role_codes = _loss_roles(reader, loss_roles, loss_parts)
         self.shift = shift
         ix = reader.index
         rows = reader.rows_by_id
@@ -125,6 +136,10 @@ class CausalLMDataset:
         mask = None
         if self.loss_segments is not None:
             mask = segment_mask(rec[1:1 + n], self.reader.sequence_template, self.loss_segments, unit)
+        if self.loss_roles is not None:
+            codes = self.reader.role_codes([row])[0]
+            by_role = role_mask(rec[1:1 + n], codes, self._role_codes, self.loss_parts, unit)
+            mask = by_role if mask is None else mask & by_role
         item = causal_lm_arrays(rec, n, unit, self.reader.meta.pad_id, mask, self.shift)
         if self.return_tensors == "pt":
             torch = _torch()
@@ -134,6 +149,28 @@ class CausalLMDataset:
     def batch_sampler(self, batch_size: int, shuffle: bool = False, seed: int = 0,
                       drop_last: bool = False) -> "UnitBatchSampler":
         return UnitBatchSampler(self.units, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
+
+
+def _loss_roles(reader, loss_roles, loss_parts) -> tuple:
+    """``(roles, parts, role codes)`` of a training view's ``loss_roles`` and
+    ``loss_parts``, checked against the dataset; all None without ``loss_roles``."""
+    if loss_roles is None:
+        if loss_parts is not None:
+            raise ValueError("loss_parts chooses parts of the loss_roles' messages: give loss_roles too")
+        return None, None, None
+    if isinstance(loss_roles, str) or isinstance(loss_parts, str):
+        raise TypeError("loss_roles and loss_parts are lists of names, e.g. loss_roles=['assistant']")
+    roles = tuple(loss_roles)
+    if not roles:
+        raise ValueError("loss_roles is empty: name at least one role, or leave it out for every token")
+    layout = reader.chat_layout
+    if layout is None:
+        raise ReaderError("not_chat", reader.path, segments=list(reader.sequence_template))
+    parts = MESSAGE_PARTS if loss_parts is None else tuple(loss_parts)
+    unknown = sorted(set(parts) - set(MESSAGE_PARTS))
+    if unknown or not parts:
+        raise KeyError(f"no message part named {unknown or parts!r}; parts: {list(MESSAGE_PARTS)}")
+    return roles, parts, layout.codes(roles)
 
 
 def _torch():
