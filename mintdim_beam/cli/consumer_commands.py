@@ -54,7 +54,7 @@ def add_subcommands(subparsers) -> dict:
     p = parsers["verify"] = subparsers.add_parser(
         "verify", help="re-read every shard and check it against the indexes", epilog=FS_OPTIONS_HELP,
         usage="%(prog)s DIR [DIR ...] [--tokenizer [PATH]] [--sample N] [--no-checksums] [--max-problems N]\n"
-              "       [--log-level LEVEL]",
+              "       [--loss-roles ROLE[,ROLE...]] [--loss-parts PART[,PART...]] [--log-level LEVEL]",
         description="Check shards (magic, headers, pad tails, token ids, record counts), sample_index.jsonl "
                     "positions, the stats and histogram figures, and every file against SHA256SUMS.")
     # DIR is checked after parsing (_verify_targets): argparse would hand the first DIR
@@ -71,6 +71,12 @@ def add_subcommands(subparsers) -> dict:
                         "(default: compare)")
     p.add_argument("--max-problems", type=int, default=200, metavar="N",
                    help="problems listed per directory; all are counted (default: 200)")
+    p.add_argument("--loss-roles", metavar="ROLE[,ROLE...]", default=None,
+                   help="on a chat output, warn about each sample with no token of a message of these roles "
+                        "(no loss position for causal_lm(loss_roles=...)); warnings leave the exit code "
+                        "unchanged (default: assistant, when the dataset has that role)")
+    p.add_argument("--loss-parts", metavar="PART[,PART...]", default="prefix,content,suffix",
+                   help="the parts of those messages that count (prefix, content, suffix; default: all three)")
     p.set_defaults(consumer_command="verify", usage_error=p.error)
 
     p = parsers["inspect"] = subparsers.add_parser(
@@ -221,6 +227,7 @@ def _verify(args) -> int:
     from mintdim_beam.reader.verify import verify_output
 
     dirs, tokenizer = _verify_targets(args, reader)
+    loss_roles, loss_parts = _loss_flags(args)
     missing = [path for path in dirs if not _is_directory(path, reader)]
     if missing:
         # Nothing to verify is an error in the command (exit 2), not a problem found in a
@@ -233,7 +240,10 @@ def _verify(args) -> int:
         except ReaderError:
             pass           # a LATEST naming no build: verify_output lists it as the root's problem
         report = verify_output(path, tokenizer=tokenizer, sample_rows=args.sample,
-                               checksums=args.checksums)
+                               checksums=args.checksums, loss_roles=loss_roles, loss_parts=loss_parts)
+        for warning in report.warnings[:args.max_problems]:
+            print(f"{path}: {warning}")
+            print(f"{path}: {warning.vietnamese}")
         for problem in report.problems[:args.max_problems]:
             print(f"{path}: {problem}")
         if len(report.problems) > args.max_problems:
@@ -242,6 +252,22 @@ def _verify(args) -> int:
         if not report.ok:
             status = EXIT_PROBLEMS
     return status
+
+
+def _loss_flags(args) -> tuple:
+    """``--loss-roles`` and ``--loss-parts`` as lists (roles None when not given); a
+    part that is none of prefix, content, suffix is a usage error."""
+    from mintdim_beam.format.chat import MESSAGE_PARTS
+
+    roles = None if args.loss_roles is None else [r for r in args.loss_roles.split(",") if r]
+    if roles is not None and not roles:
+        args.usage_error("--loss-roles needs at least one role name")
+    parts = [p for p in args.loss_parts.split(",") if p]
+    wrong = [p for p in parts if p not in MESSAGE_PARTS]
+    if wrong or not parts:
+        args.usage_error(f"--loss-parts: {','.join(wrong) or 'nothing'} is not a message part "
+                         f"(give some of {','.join(MESSAGE_PARTS)})")
+    return roles, parts
 
 
 def _verify_targets(args, reader) -> tuple[list, Optional[str]]:

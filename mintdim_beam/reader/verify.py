@@ -27,11 +27,13 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
 from mintdim_beam.reader import dataset as rd
+from mintdim_beam.reader.chat_checks import check_chat
+from mintdim_beam.format.chat import MESSAGE_PARTS
 from mintdim_beam.format.record_checks import check_records, check_token_counts, parse_checksums
 from mintdim_beam.format.names import CHECKSUMS, INDEX_FILES, LENGTH_FIELD, SHARD_NAME, SUMMARY_FILES
 from mintdim_beam.errors import read_errors
@@ -61,13 +63,17 @@ _MISSING_SHARD = _ShardScan(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int = 64,
-                  checksums: bool = True) -> VerifyReport:
+                  checksums: bool = True, loss_roles: Optional[Sequence[str]] = None,
+                  loss_parts: Sequence[str] = MESSAGE_PARTS) -> VerifyReport:
     """Check the output directory at ``path``; ``tokenizer`` (a file path, or
     ``"manifest"`` for the one the manifest names) enables the re-tokenization of
     ``sample_rows`` rows (0 = all). ``checksums`` compares every data file with the
     sha256 that ``SHA256SUMS`` records (and that file with the manifest). A versioned
     root is checked as the build its ``LATEST`` names (the report's ``path``), and a
-    ``LATEST`` that names no published build is its problem."""
+    ``LATEST`` that names no published build is its problem. On a chat output, the
+    samples whose ``loss_roles`` messages (default ``assistant``, when it is a role)
+    hold no token in ``loss_parts`` are the report's ``warnings``
+    (:mod:`~mintdim_beam.reader.chat_checks`)."""
     try:
         path, _ = output_files.dataset_path(path)
     except read_errors.ReaderError as exc:
@@ -106,6 +112,7 @@ def verify_output(path: str, tokenizer: Optional[str] = None, sample_rows: int =
     _check_sample_index(chk, meta, index, scans)
     counts = _check_side_indexes(chk, meta, index, scans)
     _check_summaries(chk, meta, scans, counts, files)
+    check_chat(chk, meta, index, loss_roles, loss_parts)
     if tokenizer:
         from mintdim_beam.reader.source_check import retokenize
 

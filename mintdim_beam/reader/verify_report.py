@@ -34,6 +34,31 @@ class Problem:
         return f"{where}: {self.message}"
 
 
+@dataclass(frozen=True)
+class VerifyWarning:
+    """Something a training job would meet in a dataset that is not damaged (a sample
+    with no loss position): listed, never a failure. ``text`` is English and Vietnamese."""
+
+    file: str
+    text: tuple          # errors.bilingual.Text
+    line: Optional[int] = None
+
+    def _where(self) -> str:
+        return self.file if self.line is None else f"{self.file} line {self.line}"
+
+    def __str__(self) -> str:
+        return f"{self._where()}: warning: {self.text.en}"
+
+    @property
+    def vietnamese(self) -> str:
+        return f"{self._where()}: {self.text.vi}"
+
+
+#: Warnings kept per report (each kind then only counted): a dataset where every sample
+#: lacks the loss role must not list a million lines.
+KEPT_WARNINGS = 100
+
+
 @dataclass
 class VerifyReport:
     path: str
@@ -44,6 +69,8 @@ class VerifyReport:
     units: int = 0
     retokenized: int = 0
     checksummed: Optional[int] = None     # files compared with SHA256SUMS (None: not asked)
+    warnings: list = field(default_factory=list)
+    no_loss_samples: int = 0              # chat samples without a loss position (all counted)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +81,8 @@ class VerifyReport:
                 f"{self.units} units")
         if self.retokenized:
             text += f"; {self.retokenized} samples re-tokenized from their sources"
+        if self.no_loss_samples:
+            text += f"; {self.no_loss_samples} samples without a loss position (warnings)"
         if self.ok:
             sums = "checksums not compared" if self.checksummed is None else \
                 f"sha256 of {self.checksummed} files"
@@ -70,6 +99,13 @@ class Checker:
 
     def problem(self, file: str, message: str, record=None, line=None) -> None:
         self.report.problems.append(Problem(file, message, record, line))
+
+    def warning(self, file: str, text, line=None) -> bool:
+        """List a warning (``text`` a bilingual ``Text``); False once ``KEPT_WARNINGS`` are."""
+        if len(self.report.warnings) >= KEPT_WARNINGS:
+            return False
+        self.report.warnings.append(VerifyWarning(file, text, line))
+        return True
 
     def per_record(self, file: str, records: np.ndarray, describe) -> None:
         """Report a check failing on ``records``: the first few by name, the rest counted."""
