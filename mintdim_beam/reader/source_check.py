@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import NamedTuple
 
 import numpy as np
 
 from mintdim_beam.reader import dataset as rd
+from mintdim_beam.errors import bilingual as B
+from mintdim_beam.format.chat import ABSENT, PARTS_PER_MESSAGE, parse_role_template, render_messages, segment_name
 from mintdim_beam.format.template import parse_template, render_value
 from mintdim_beam.reader.verify_report import LISTED_PER_CHECK, Checker
 from mintdim_beam.errors import read_errors
@@ -62,6 +65,7 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     source = meta.manifest.get("source") or {}
     files, templates = source.get("files") or [], source.get("templates") or []
     fields = source.get("fields") or []
+    chats = source.get("chat")
     n = len(index)
     picks = np.arange(n) if sample_rows <= 0 or sample_rows >= n else \
         np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
@@ -83,14 +87,23 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     except read_errors.ReaderError as exc:   # e.g. two rows for one sample id (reported already)
         chk.problem(names.SAMPLE_INDEX, f"cannot re-tokenize: {exc.reason}")
         return
-    parsed = [_parsed(t, tok, fi, constant_segments) for fi, t in enumerate(templates)]
+    if isinstance(chats, list):
+        parsed = [_parsed_chat(c, tok, fi) for fi, c in enumerate(chats)]
+    else:
+        parsed = [_parsed(t, tok, fi, constant_segments) for fi, t in enumerate(templates)]
     records = _unit_records(reader, index, picks)
     for start in range(0, len(picks), RETOKENIZE_ROWS):
         rows = _rendered_rows(chk, index, picks[start:start + RETOKENIZE_ROWS], lines, files, parsed)
         encoded = _encode_all(tok, rows, parsed)
         for (r, sid, fi, where, texts, obj), expected in zip(rows, encoded):
-            written = _check_columns(chk, meta, index, r, where, expected, sid in truncated,
-                                     _empty_fields(fields[fi] if fi < len(fields) else None, obj))
+            if isinstance(obj, ChatRendered):
+                empty = obj.empty
+                if index.roles(r) != obj.roles:
+                    chk.problem(names.SAMPLE_INDEX, f"{where}: roles is {list(index.roles(r) or [])}, the source's "
+                                                 f"messages have roles {list(obj.roles)}", line=int(index.row_line[r]))
+            else:
+                empty = _empty_fields(fields[fi] if fi < len(fields) else None, obj)
+            written = _check_columns(chk, meta, index, r, where, expected, sid in truncated, empty)
             if sid in truncated:
                 expected = _truncate(expected, written)
             if _check_record(chk, meta, index, reader, r, where, expected, records.get(r)):
@@ -130,9 +143,12 @@ def _rendered_rows(chk: Checker, index: sample_index.SampleIndex, picks: np.ndar
             obj = json.loads(text)
             if isinstance(parsed[fi], Exception):
                 raise parsed[fi]
-            segments, fixed = parsed[fi]
-            texts = [render_value(s.text, obj[s.text]) if s.is_field else fixed[j].text
-                     for j, s in enumerate(segments)]
+            if isinstance(parsed[fi], ChatRender):
+                texts, obj = parsed[fi].render(obj)
+            else:
+                segments, fixed = parsed[fi]
+                texts = [render_value(s.text, obj[s.text]) if s.is_field else fixed[j].text
+                         for j, s in enumerate(segments)]
         except Exception as exc:  # a source changed since the build
             chk.problem(names.SAMPLE_INDEX, f"{where}: source line no longer renders ({type(exc).__name__})",
                         line=int(index.row_line[r]))
@@ -152,7 +168,10 @@ def _encode_all(tok, rows: list, parsed: list) -> list:
     template's constants."""
     distinct: dict = {}
     keys = []
-    for _, _, fi, _, texts, _ in rows:
+    for _, _, fi, _, texts, obj in rows:
+        if isinstance(obj, ChatRendered):
+            keys.append(parsed[fi].keys(texts, obj.codes, distinct))
+            continue
         segments, fixed = parsed[fi]
         keys.append([distinct.setdefault(t, len(distinct)) if s.is_field else np.asarray(fixed[j].ids, np.int64)
                      for j, (s, t) in enumerate(zip(segments, texts))])
@@ -161,6 +180,69 @@ def _encode_all(tok, rows: list, parsed: list) -> list:
     ends = np.cumsum(lengths)
     starts = ends - lengths
     return [[flat[starts[k]:ends[k]] if isinstance(k, int) else k for k in row] for row in keys]
+
+
+class ChatRendered(NamedTuple):
+    """What a chat line renders to besides its slot texts: the slots' role codes (the
+    file's), the roles of its messages and its empty contents (``empty_fields``)."""
+
+    codes: tuple
+    roles: tuple
+    empty: tuple
+
+
+class ChatRender:
+    """A chat file's settings (the manifest's ``source.chat`` entry) against the
+    tokenizer: renders a line exactly as the build does (``format.chat.render_messages``,
+    each role's prefix and suffix from ``template_tokens.role_tokens``)."""
+
+    def __init__(self, settings: dict, tok, fi: int):
+        from mintdim_beam.tokenization.template_tokens import role_tokens
+
+        self.field, self.role_key = settings["field"], settings["role_key"]
+        self.content_key, self.max_messages = settings["content_key"], settings["max_messages"]
+        roles = [role_tokens(parse_role_template(role, t), tok, fi) for role, t in settings["templates"].items()]
+        if not roles:
+            raise ValueError("no role templates")
+        self.names = tuple(r.role for r in roles)
+        self.code = {name: k for k, name in enumerate(self.names)}
+        self.prefix = [r.prefix.text for r in roles]
+        self.suffix = [r.suffix.text for r in roles]
+        self.ids = ([np.asarray(r.prefix.ids, np.int64) for r in roles],
+                    [np.asarray(r.suffix.ids, np.int64) for r in roles])
+
+    def render(self, obj: dict) -> tuple:
+        """``(slot texts, ChatRendered)`` of a parsed line; ValueError when it no longer renders."""
+        rendered = render_messages(obj[self.field], self.role_key, self.content_key, self.code, self.prefix,
+                                   self.suffix, self.max_messages, self.field)
+        if isinstance(rendered, B.Text):
+            raise ValueError(rendered.en)
+        texts, codes, empty = rendered
+        roles = tuple(self.names[c] for c in codes if c != ABSENT)
+        return texts, ChatRendered(codes, roles, tuple(segment_name(i, "content") for i in empty))
+
+    def keys(self, texts: tuple, codes: tuple, distinct: dict) -> list:
+        """The slots' segments for :func:`_encode_all`: contents by their distinct text,
+        prefixes and suffixes as their role's ids."""
+        empty = np.zeros(0, np.int64)
+        out = []
+        for j, text in enumerate(texts):
+            slot, part = divmod(j, PARTS_PER_MESSAGE)
+            code = codes[slot]
+            if part == 1:
+                out.append(distinct.setdefault(text, len(distinct)) if code != ABSENT else empty)
+            else:
+                out.append(empty if code == ABSENT else self.ids[part // 2][code])
+        return out
+
+
+def _parsed_chat(settings, tok, fi: int):
+    """A :class:`ChatRender` of a chat file's settings, or the error that reading them
+    raised (said for each of its rows, as a line that no longer renders)."""
+    try:
+        return ChatRender(settings, tok, fi)
+    except Exception as exc:   # a manifest edited since the build; a {@NAME} this tokenizer lacks
+        return exc
 
 
 def _unit_records(reader, index: sample_index.SampleIndex, picks: np.ndarray) -> dict:
