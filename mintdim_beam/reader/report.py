@@ -32,6 +32,7 @@ from mintdim_beam.errors.read_errors import ReportError  # noqa: F401  (raised h
 from mintdim_beam.reader.unit_planner import LengthHistogram, fit, optimal_sizes
 from mintdim_beam.reader import output_files
 from mintdim_beam.format import names
+from mintdim_beam.format.chat import ABSENT, MESSAGE_PARTS, PARTS_PER_MESSAGE
 
 TOP_UNK_CHARS = 20
 TOP_DUPLICATE_GROUPS = 10
@@ -64,6 +65,9 @@ class ReportData:
     unk_segments: Counter = field(default_factory=Counter)
     bad: Counter = field(default_factory=Counter)
     bad_rows: list = field(default_factory=list)
+    #: A chat output's: per role, its messages and the tokens written of each part
+    #: (after truncation), ``{role: {"messages", "prefix", "content", "suffix", "tokens"}}``.
+    roles: Optional[dict] = None
 
 
 def gather(path: str) -> ReportData:
@@ -78,11 +82,15 @@ def gather(path: str) -> ReportData:
     path = reader.path            # the build a versioned root's LATEST names
     index = reader.index
     stats = reader.json(names.STATS)
+    roles = _RoleCounts(reader)
     for unit in reader.unit_sizes:
-        for _ in reader.batches(unit):
-            pass
+        rows, done = reader.unit_rows(unit), 0
+        for batch in reader.batches(unit):
+            roles.add(rows[done:done + len(batch.sample_ids)], batch.records)
+            done += len(batch.sample_ids)
     manifest = reader.manifest
     data = ReportData(path, manifest, stats, reader.unit_sizes, index.token_count, index.unit)
+    data.roles = roles.figures()
     declared = (manifest.get("units") or {}).get("declared_sizes") or list(reader.unit_sizes)
     data.max_declared = max(declared)
 
@@ -128,6 +136,39 @@ def gather(path: str) -> ReportData:
         if len(data.bad_rows) < LISTED_ROWS:
             data.bad_rows.append(row)
     return data
+
+
+class _RoleCounts:
+    """Messages and written tokens per role of a chat output, from the record headers
+    and the index rows' roles (nothing decoded); a no-op for any other output."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.layout = reader.chat_layout
+        if self.layout is not None:
+            self.tokens = np.zeros((len(self.layout.roles), PARTS_PER_MESSAGE), np.int64)
+            self.messages = np.zeros(len(self.layout.roles), np.int64)
+
+    def add(self, rows: np.ndarray, records: np.ndarray) -> None:
+        if self.layout is None or not len(rows):
+            return
+        codes = self.reader.role_codes(rows).astype(np.int64)
+        n = self.reader.meta.n_segments
+        lengths = records[:, 1:1 + n].astype(np.int64).reshape(len(rows), -1, PARTS_PER_MESSAGE)
+        present = codes != ABSENT
+        self.messages += np.bincount(codes[present], minlength=len(self.messages))
+        for part in range(PARTS_PER_MESSAGE):
+            self.tokens[:, part] += np.bincount(codes[present], weights=lengths[:, :, part][present],
+                                                minlength=len(self.messages)).astype(np.int64)
+
+    def figures(self) -> Optional[dict]:
+        if self.layout is None:
+            return None
+        out = {}
+        for k, role in enumerate(self.layout.roles):
+            parts = dict(zip(MESSAGE_PARTS, self.tokens[k].tolist()))
+            out[role] = {"messages": int(self.messages[k]), **parts, "tokens": int(self.tokens[k].sum())}
+        return out
 
 
 # --------------------------------------------------------------------------- charts
@@ -365,6 +406,9 @@ def render_html(data: ReportData, k: Optional[int] = None) -> str:
         parts.append(_figure("padding", chart_padding(data), "Payload slots per unit: tokens and padding."))
     parts.append(_suggestion(data, k))
 
+    if data.roles is not None:
+        parts.append(_roles_section(data.roles))
+
     # duplicates
     parts.append("<h2 id='duplicates'>Duplicates</h2>")
     if data.dup_groups:
@@ -421,6 +465,17 @@ def render_html(data: ReportData, k: Optional[int] = None) -> str:
     parts.append(f"<p class='none'>Made by mintdim-beam {_e(__version__)} from the files in this directory; "
                  f"the page needs no network.</p></body></html>\n")
     return "".join(parts)
+
+
+def _roles_section(roles: dict) -> str:
+    """A chat output's messages and written tokens per role (what a loss by role covers)."""
+    total = sum(r["tokens"] for r in roles.values()) or 1
+    return ("<h2 id='roles'>Messages by role</h2><p>Tokens written per role after truncation; prefix and "
+            "suffix are what the role's template puts around the content.</p>"
+            + _table(["role", "messages", "prefix tokens", "content tokens", "suffix tokens", "tokens", "share"], [
+                [f"<code>{_e(role)}</code>", f"{r['messages']:,}", f"{r['prefix']:,}", f"{r['content']:,}",
+                 f"{r['suffix']:,}", f"{r['tokens']:,}", _pct(r["tokens"] / total)]
+                for role, r in roles.items()], "roles"))
 
 
 def _suggestion(data: ReportData, k: Optional[int]) -> str:
