@@ -148,10 +148,17 @@ class OutputReader:
         layout = self.chat_layout
         if layout is None:
             return None
-        if self._role_map is None:
+        return chat_view.slot_codes(self.index, self.role_map, rows, layout.max_messages)
+
+    @property
+    def role_map(self) -> Optional[np.ndarray]:
+        """The ``chat["roles"]`` code of each of ``index.role_names`` (every row checked
+        against the layout once); None for a non-chat output."""
+        layout = self.chat_layout
+        if layout is not None and self._role_map is None:
             self._role_map = chat_view.index_codes(layout, self._index if self._index is not None else self.index,
                                                    self.path)
-        return chat_view.slot_codes(self.index, self._role_map, rows, layout.max_messages)
+        return self._role_map
 
     def json(self, name: str):
         """A summary file of the directory (``stats.json``, ``histogram.json``, ...)."""

@@ -11,8 +11,10 @@ let it leave that reader:
   ``append_eod`` followed by the end-of-document token (:func:`end_of_document_id`), as
   Megatron's ``preprocess_data.py --append-eod`` writes it.
 * **Parquet** (:func:`export_parquet`): one row per sample (``sample_id``, ``unit_size``,
-  ``input_ids``, ``segment_lengths``, ``source_file``, ``source_line``, ``hash``), which
-  pyarrow, pandas, DuckDB and Hugging Face ``datasets`` open directly.
+  ``input_ids``, ``segment_lengths``, ``source_file``, ``source_line``, ``hash``; a chat
+  output adds ``roles``, its messages' roles, and a preference-pair dataset ``pair_id``
+  and ``pair_role``, null for a row without them), which pyarrow, pandas, DuckDB and
+  Hugging Face ``datasets`` open directly.
 
 Both stream. Samples are read with :meth:`~mintdim_beam.reader.dataset.OutputReader.batches`,
 a unit at a time in shard order, so every record gets the reader's checks (magic,
@@ -45,6 +47,7 @@ import numpy as np
 
 from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError
 from mintdim_beam.reader.dataset import OutputReader
+from mintdim_beam.reader.sample_index import PAIR_ROLES
 from mintdim_beam.storage.files import is_local
 
 FORMATS = ("megatron", "parquet")
@@ -434,6 +437,8 @@ def parquet_schema(reader: OutputReader):
         "pad_token_id": reader.meta.pad_id,
         "source_dataset": reader.path,
     }
+    if reader.chat is not None:
+        facts["chat"] = reader.chat
     return pa.schema([
         pa.field("sample_id", pa.int64(), nullable=False),
         pa.field("unit_size", pa.int32(), nullable=False),
@@ -442,6 +447,9 @@ def parquet_schema(reader: OutputReader):
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("source_line", pa.int64(), nullable=False),
         pa.field("hash", pa.string(), nullable=False),
+        *([pa.field("roles", pa.list_(pa.string()), nullable=False)] if reader.chat is not None else []),
+        *([pa.field("pair_id", pa.int64()), pa.field("pair_role", pa.string())]
+          if reader.index.pair_id is not None else []),
     ], metadata={"mintdim": json.dumps(facts, ensure_ascii=False)})
 
 
@@ -463,7 +471,29 @@ def _parquet_table(schema, reader: OutputReader, chunk: Chunk, files):
         pa.array(ix.line[chunk.rows], pa.int64()),
         pa.array([hexes[64 * j:64 * j + 64] for j in range(k)], pa.string()),
     ]
+    if "roles" in schema.names:
+        columns.append(_roles_column(reader, chunk.rows))
+    if "pair_id" in schema.names:
+        pair, said = ix.pair_id[chunk.rows], ix.pair_role[chunk.rows]
+        columns.append(pa.array(pair, pa.int64(), mask=pair < 0))
+        columns.append(pa.array(np.asarray(PAIR_ROLES, object)[np.maximum(said, 0)], pa.string(), mask=said < 0))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _roles_column(reader: OutputReader, rows: np.ndarray):
+    """``roles`` of each row as a list<string> column, by the manifest's role names."""
+    import pyarrow as pa
+
+    from mintdim_beam.format.shard_format import ragged_gather_index
+
+    mapping = reader.role_map       # checks every row against the layout on first use
+    ix = reader.index
+    counts = ix.role_count[rows].astype(np.int64)
+    flat = mapping[ix.role_codes[ragged_gather_index(ix.role_start[rows], counts)]]
+    offsets = np.zeros(len(rows) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    names = pa.array(list(reader.chat["roles"]), pa.string())
+    return pa.ListArray.from_arrays(pa.array(offsets), names.take(pa.array(flat.astype(np.int32))))
 
 
 def export_parquet(source: str | OutputReader, out: str, overwrite: bool = False,
