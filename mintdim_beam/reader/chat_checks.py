@@ -86,7 +86,8 @@ def _empty_losses(chk: Checker, meta, index, layout: chat_view.ChatLayout, roles
                 slots = chat_view.slot_codes(index, mapping, mine, layout.max_messages)
                 kept = np.isin(slots, codes)
                 tokens = chat_view.message_tokens(batch.records[:, 1:1 + n], parts)
-                none = ((tokens * kept).sum(axis=1) == 0) & (index.role_count[mine] >= 0)
+                fits = (index.role_count[mine] >= 0) & (index.role_count[mine] <= layout.max_messages)
+                none = ((tokens * kept).sum(axis=1) == 0) & fits     # rows that do not fit: problems
                 empty.extend(zip(mine[none].tolist(), kept[none].any(axis=1).tolist()))
         except ReaderError:
             continue    # its shards' problems are listed by the shard checks

@@ -111,13 +111,14 @@ def index_problems(layout: ChatLayout, index, first_only: bool = False) -> list:
 
 def slot_codes(index, mapping: np.ndarray, rows: Sequence[int], max_messages: int) -> np.ndarray:
     """``(len(rows), max_messages)`` int16: each row's message slots' role codes (the
-    layout's), ``ABSENT`` past its last message."""
+    layout's), ``ABSENT`` past its last message (and for a role ``mapping`` lacks)."""
     rows = np.asarray(rows, np.int64)
     out = np.full((len(rows), max_messages), ABSENT, np.int16)
-    counts = np.maximum(index.role_count[rows], 0).astype(np.int64)
+    counts = index.role_count[rows].astype(np.int64)
+    starts = index.role_start[rows]
+    counts = np.clip(counts, 0, max_messages)    # a row with more is refused by index_codes
     if not counts.sum():
         return out
-    starts = index.role_start[rows]
     at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
     r = np.repeat(np.arange(len(rows)), counts)
     slot = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
