@@ -176,6 +176,11 @@ READ_PROBLEMS = {
                              "roles liệt kê {count} message, nhiều hơn {most} slot message của một bản ghi"),
     "index_role_unknown": Text("role {role!r} is not among the roles manifest.json declares ({roles})",
                                "role {role!r} không thuộc các role mà manifest.json khai báo ({roles})"),
+    "roles_slots": Text(
+        "message slot {slot} holds {count} tokens, but the sample's roles in sample_index.jsonl list {listed} "
+        "messages: the header and the roles disagree",
+        "slot message {slot} chứa {count} token, nhưng roles của sample trong sample_index.jsonl chỉ liệt kê "
+        "{listed} message: header và roles không khớp nhau"),
     "not_chat": Text(
         "loss_roles needs a chat output (messages with roles); this dataset's segments are {segments}: "
         "use loss_segments",

@@ -57,12 +57,14 @@ def check_chat(chk: Checker, meta: output_files.Metadata, index, loss_roles: Opt
             wanted.append(role)
         else:
             chk.warning(names.MANIFEST, R.WARN_ROLE_ABSENT.format(role=role, roles=list(layout.roles)))
-    if wanted and len(index) and index.role_count is not None:
-        _empty_losses(chk, meta, index, layout, wanted, tuple(loss_parts))
+    if len(index) and index.role_count is not None:
+        _scan_headers(chk, meta, index, layout, wanted, tuple(loss_parts))
 
 
-def _empty_losses(chk: Checker, meta, index, layout: chat_view.ChatLayout, roles: list, parts: tuple) -> None:
-    """A warning for each sample whose messages of ``roles`` hold no token in ``parts``."""
+def _scan_headers(chk: Checker, meta, index, layout: chat_view.ChatLayout, roles: list, parts: tuple) -> None:
+    """Every record's header against its row's roles: a problem for a record holding a
+    message its roles do not list, a warning for each sample whose messages of
+    ``roles`` (none: no warning) hold no token in ``parts``."""
     mapping = np.asarray([layout.roles.index(n) if n in layout.roles else ABSENT for n in index.role_names],
                          np.int16)
     codes = np.asarray(layout.codes(roles), np.int64)
@@ -76,6 +78,7 @@ def _empty_losses(chk: Checker, meta, index, layout: chat_view.ChatLayout, roles
             truncated.add(row["sample_id"])
     n = meta.n_segments
     empty = []          # rows without a loss position, and whether they have a loss role's message
+    unlisted = []       # (row, slot, tokens, messages listed) of records holding a message roles omit
     for unit in meta.unit_sizes:
         rows = reader.unit_rows(unit)
         done = 0
@@ -84,13 +87,25 @@ def _empty_losses(chk: Checker, meta, index, layout: chat_view.ChatLayout, roles
                 mine = rows[done:done + len(batch.sample_ids)]
                 done += len(mine)
                 slots = chat_view.slot_codes(index, mapping, mine, layout.max_messages)
+                fits = (index.role_count[mine] >= 0) & (index.role_count[mine] <= layout.max_messages)
+                found = chat_view.unlisted_slots(batch.records[:, 1:1 + n], slots)
+                first = found[np.unique(found[:, 0], return_index=True)[1]]    # a record's first slot
+                for j, slot, count in first.tolist():
+                    if fits[j] and len(unlisted) < LISTED_PER_CHECK:
+                        unlisted.append((int(mine[j]), slot, count, int(index.role_count[mine[j]])))
                 kept = np.isin(slots, codes)
                 tokens = chat_view.message_tokens(batch.records[:, 1:1 + n], parts)
-                fits = (index.role_count[mine] >= 0) & (index.role_count[mine] <= layout.max_messages)
                 none = ((tokens * kept).sum(axis=1) == 0) & fits     # rows that do not fit: problems
                 empty.extend(zip(mine[none].tolist(), kept[none].any(axis=1).tolist()))
         except ReaderError:
             continue    # its shards' problems are listed by the shard checks
+    for row, slot, count, listed in unlisted:
+        unit, shard = int(index.unit[row]), int(index.shard[row])
+        text = R.read_text("roles_slots", slot=slot, count=count, listed=listed)
+        chk.problem(meta.shard_path(unit, shard), f"sample {int(index.sample_id[row])}: {text.en}",
+                    record=int(index.record[row]))
+    if not roles:
+        return
     empty.sort()
     said = ",".join(roles)
     chk.report.no_loss_samples = len(empty)

@@ -133,3 +133,26 @@ def message_tokens(lengths: np.ndarray, parts: Iterable[str] = MESSAGE_PARTS) ->
     by_part = np.asarray([p in set(parts) for p in MESSAGE_PARTS])
     per = lengths.reshape(lengths.shape[0], -1, PARTS_PER_MESSAGE)
     return (per * by_part).sum(axis=2)
+
+
+def unlisted_slots(lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``(j, slot, tokens)`` rows of the records whose header gives tokens to a message
+    slot past the messages their ``roles`` list (``codes`` ``ABSENT`` there): the roles
+    and the header disagree, so no mask by role can be trusted."""
+    tokens = message_tokens(np.asarray(lengths).reshape(len(codes), -1))
+    j, slot = np.nonzero((tokens > 0) & (np.asarray(codes) == ABSENT))
+    return np.stack([j, slot, tokens[j, slot]], axis=1) if len(j) else np.zeros((0, 3), np.int64)
+
+
+def raise_unlisted(reader, rows: np.ndarray, records: np.ndarray, codes: np.ndarray) -> None:
+    """``ReaderError`` (``roles_slots``) for the first of ``rows`` whose record holds a
+    message its ``roles`` do not list (:func:`unlisted_slots`)."""
+    n = reader.meta.n_segments
+    found = unlisted_slots(records[:, 1:1 + n], codes)
+    if len(found):
+        j, slot, count = (int(v) for v in found[0])
+        row = int(rows[j])
+        ix = reader.index
+        raise ReaderError("roles_slots", reader.path, shard=reader.meta.shard_path(int(ix.unit[row]), int(ix.shard[row])),
+                          record=int(ix.record[row]), sample_id=int(ix.sample_id[row]), line=int(ix.row_line[row]),
+                          slot=slot, count=count, listed=int(np.count_nonzero(codes[j] != ABSENT)))

@@ -439,6 +439,9 @@ class OutputReader:
     # samples
     def _sample(self, row: int, rec: np.ndarray) -> Sample:
         ix = self.index
+        if self.chat_layout is not None:     # the roles must cover every message the header holds
+            rows = np.asarray([row], np.int64)
+            chat_view.raise_unlisted(self, rows, rec[None, :], self.role_codes(rows))
         unit, shard = int(ix.unit[row]), int(ix.shard[row])
         return Sample(
             sample_id=int(ix.sample_id[row]), unit_size=unit, shard_path=self.meta.shard_path(unit, shard),

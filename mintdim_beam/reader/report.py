@@ -33,6 +33,7 @@ from mintdim_beam.reader.unit_planner import LengthHistogram, fit, optimal_sizes
 from mintdim_beam.reader import output_files
 from mintdim_beam.format import names
 from mintdim_beam.format.chat import ABSENT, MESSAGE_PARTS, PARTS_PER_MESSAGE
+from mintdim_beam.reader import chat_view
 
 TOP_UNK_CHARS = 20
 TOP_DUPLICATE_GROUPS = 10
@@ -152,7 +153,9 @@ class _RoleCounts:
     def add(self, rows: np.ndarray, records: np.ndarray) -> None:
         if self.layout is None or not len(rows):
             return
-        codes = self.reader.role_codes(rows).astype(np.int64)
+        codes = self.reader.role_codes(rows)
+        chat_view.raise_unlisted(self.reader, rows, records, codes)
+        codes = codes.astype(np.int64)
         n = self.reader.meta.n_segments
         lengths = records[:, 1:1 + n].astype(np.int64).reshape(len(rows), -1, PARTS_PER_MESSAGE)
         present = codes != ABSENT

@@ -18,6 +18,7 @@ import numpy as np
 
 from mintdim_beam.errors.read_errors import ReaderError
 from mintdim_beam.format.chat import MESSAGE_PARTS, role_mask
+from mintdim_beam.reader.chat_view import raise_unlisted
 from mintdim_beam.reader.sample_index import as_int
 
 IGNORE_INDEX = -100  # the label value PyTorch's cross-entropy ignores
@@ -138,6 +139,7 @@ class CausalLMDataset:
             mask = segment_mask(rec[1:1 + n], self.reader.sequence_template, self.loss_segments, unit)
         if self.loss_roles is not None:
             codes = self.reader.role_codes([row])[0]
+            raise_unlisted(self.reader, np.asarray([row]), rec[None, :], codes[None, :])
             by_role = role_mask(rec[1:1 + n], codes, self._role_codes, self.loss_parts, unit)
             mask = by_role if mask is None else mask & by_role
         item = causal_lm_arrays(rec, n, unit, self.reader.meta.pad_id, mask, self.shift)

@@ -264,6 +264,29 @@ def test_index_roles_that_do_not_fit_the_layout(hf_chat, tmp_path):
         assert any(p.line == 3 and english in p.message for p in report.problems), report.problems
 
 
+def test_roles_that_leave_out_a_written_message_are_refused(hf_chat, tmp_path):
+    out, _ = hf_chat
+    copy = tmp_path / "short_roles"
+    shutil.copytree(out, copy)
+    index = copy / "sample_index.jsonl"
+    four = '"roles":["user","assistant","user","assistant"]'
+    assert index.read_text().count(four) == 1
+    index.write_text(index.read_text().replace(four, '"roles":["user","assistant"]'))
+    reader = open_output(str(copy))
+    english = ("unit_64/shard_000000.bin record 1 (sample 1, sample_index.jsonl line 2): message slot 2 holds "
+               "11 tokens, but the sample's roles in sample_index.jsonl list 2 messages")
+    for read in (lambda: reader[1], lambda: reader.causal_lm(loss_roles=["assistant"])[1],
+                 lambda: gather(str(copy))):
+        with pytest.raises(ReaderError) as err:
+            read()
+        assert english in err.value.english
+        assert "slot message 2 chứa 11 token" in err.value.vietnamese
+    report = verify_output(str(copy), checksums=False)
+    assert [str(p) for p in report.problems] == [
+        "unit_64/shard_000000.bin record 1: sample 1: message slot 2 holds 11 tokens, but the sample's roles in "
+        "sample_index.jsonl list 2 messages: the header and the roles disagree"]
+
+
 def test_parquet_and_megatron_exports_of_a_chat_output(hf_chat, tmp_path):
     out, _ = hf_chat
     reader = open_output(str(out))
