@@ -244,10 +244,12 @@ def _fast_chunk(text: bytes, first_line: int, files: dict, names: list, roles: "
         return None
     got = {name: table.column(name).combine_chunks() for name in table.column_names}
     optional = {}
+    nulls = None        # whether the text holds "null" at all (the writer never writes one)
     for key in _OPTIONAL_KEYS:
         column = got.pop(key, None)
         if column is None or column.null_count == len(column):
-            if b'"' + key.encode() + b'"' in text:
+            nulls = (b"null" in text) if nulls is None else nulls
+            if nulls and b'"' + key.encode() + b'"' in text:
                 return None     # a null value, or the key in a text: json.loads tells them apart
         elif column.null_count:
             return None         # in some rows only: the line-by-line parse checks each
