@@ -34,6 +34,7 @@ from mintdim_beam.reader import output_files
 from mintdim_beam.storage import clients
 from mintdim_beam.storage import files as storage
 from mintdim_beam.format import names
+from mintdim_beam.format.chat import PARTS_PER_MESSAGE
 
 COMMANDS = ("verify", "inspect", "plan", "report", "export")
 EXIT_PROBLEMS = flags.EXIT_PROBLEMS
@@ -332,6 +333,10 @@ def _inspect(args) -> int:
         print(f"hash      {sample.hash}")
     if sample.empty_fields:
         print(f"empty     {', '.join(sample.empty_fields)}")
+    if sample.roles is not None:
+        print(f"roles     {', '.join(sample.roles) or '(no message)'}")
+    if sample.pair_id is not None:
+        print(f"pair      {sample.pair_id} ({sample.pair_role})")
     if info.get("unk"):
         u = info["unk"]
         print(f"unk       {len(u['unk_positions'])} at payload positions {u['unk_positions']} "
@@ -341,7 +346,13 @@ def _inspect(args) -> int:
         print(f"overflow  {o.get('action')} (original {o.get('token_count')} tokens)")
     if note:
         print(f"note      {note}")
-    for seg in info["segments"]:
+    shown = info["segments"]
+    if sample.roles is not None:      # a chat sample: the slots of its messages, not the empty rest
+        shown = shown[:PARTS_PER_MESSAGE * len(sample.roles)]
+        absent = len(sample.sequence_template) // PARTS_PER_MESSAGE - len(sample.roles)
+        if absent:
+            print(f"slots     {absent} message slots past the last message, empty, not shown")
+    for seg in shown:
         print(f"[{seg['index']}] {seg['name']} ({seg['length']} tokens)")
         if "text" in seg:
             print("    " + json.dumps(seg["text"], ensure_ascii=False))
@@ -374,6 +385,10 @@ def _describe(out, sample, tok) -> dict:
             "unit_size": sample.unit_size, "shard_path": sample.shard_path, "shard_record": sample.shard_record,
             "token_count": sample.token_count, "hash": sample.hash, "empty_fields": list(sample.empty_fields),
             "segments": segments}
+    if sample.roles is not None:
+        info["roles"] = list(sample.roles)
+    if sample.pair_id is not None:
+        info["pair_id"], info["pair_role"] = sample.pair_id, sample.pair_role
     if sample.sample_id is not None:
         for name, key in ((names.UNK_INDEX, "unk"), (names.OVERFLOW_INDEX, "overflow")):
             for _, row in output_files.iter_index(out.path, name, out.manifest):

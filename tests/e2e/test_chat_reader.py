@@ -388,3 +388,16 @@ def test_sentencepiece_specials_in_role_templates(tmp_path):
         assert (item["labels"][keep:] == -100).all()
         assert np.array_equal(reader[i].role_mask(["assistant"], ["content", "suffix"])[:keep], mask)
     assert verify_output(str(out), tokenizer="manifest", sample_rows=0).ok
+
+
+def test_inspect_names_the_roles_and_shows_only_the_messages(hf_chat, capsys):
+    out, _ = hf_chat
+    assert main(["inspect", str(out), "--sample-id", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "roles     user\n" in printed
+    assert "slots     3 message slots past the last message, empty, not shown\n" in printed
+    assert '[1] message0.content (' in printed and "message1.prefix" not in printed
+    assert main(["inspect", str(out), "--sample-id", "0", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["roles"] == ["system", "user", "assistant"] and len(info["segments"]) == 12
+    assert info["segments"][7]["text"] == "Hi! How can I help?"
