@@ -77,7 +77,7 @@ def add_subcommands(subparsers) -> dict:
                         "(no loss position for causal_lm(loss_roles=...)); warnings leave the exit code "
                         "unchanged (default: assistant, when the dataset has that role)")
     p.add_argument("--loss-parts", metavar="PART[,PART...]", default="prefix,content,suffix",
-                   help="the parts of those messages that count (prefix, content, suffix; default: all three)")
+                   help="the parts of those messages that count: prefix, content, suffix (default: all three)")
     p.set_defaults(consumer_command="verify", usage_error=p.error)
 
     p = parsers["inspect"] = subparsers.add_parser(
