@@ -163,6 +163,8 @@ READ_PROBLEMS = {
     "row_empty_fields": Text("empty_fields must be a list", "empty_fields phải là list"),
     "row_roles": Text("roles must be a list of at most {most} role names (strings), got {got}",
                       "roles phải là list gồm tối đa {most} tên role (string), hiện tại là {got}"),
+    "row_roles_names": Text("roles: the index names more than {most} distinct roles, more than a reader codes",
+                            "roles: index ghi hơn {most} role khác nhau, nhiều hơn số reader mã hoá được"),
     "row_pair_keys": Text("{has} without {lacks}: a preference pair's rows carry both",
                           "có {has} nhưng thiếu {lacks}: các dòng của một cặp preference có cả hai"),
     "row_pair_role": Text("pair_role must be one of {roles}, got {got}",

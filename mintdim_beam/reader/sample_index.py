@@ -319,6 +319,8 @@ def _fast_optional(got: dict, roles: "_Vocabulary") -> Optional[dict]:
         if flat.null_count or int(counts.max()) > MAX_ROLES:
             return None
         distinct = pc.unique(flat)
+        if not roles.room(distinct.to_pylist()):
+            return None         # more distinct roles than codes: the line-by-line parse words it
         codes = np.asarray([roles.code(name) for name in distinct.to_pylist()], np.int16)
         extra["role_count"] = counts.astype(np.int32)
         extra["role_codes"] = codes[pc.index_in(flat, distinct).to_numpy()] if len(flat) else np.zeros(0, np.int16)
@@ -338,11 +340,16 @@ class _Vocabulary:
         self.names: list = []
         self._codes: dict = {}
 
+    #: Distinct role names an index may hold (codes are int16).
+    MOST = np.iinfo(np.int16).max
+
+    def room(self, names) -> bool:
+        """Whether ``names`` fit beside the ones met so far."""
+        return len(self.names) + sum(1 for n in set(names) if n not in self._codes) <= self.MOST
+
     def code(self, name: str) -> int:
         code = self._codes.get(name)
         if code is None:
-            if len(self.names) >= np.iinfo(np.int16).max:
-                raise ValueError("more distinct roles than an int16 code holds")
             code = self._codes[name] = len(self.names)
             self.names.append(name)
         return code
@@ -395,6 +402,8 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
             row, message = None, R.read_text("row_not_json")
         if row is not None:
             message = _row_problem(row)
+        if message is None and isinstance(row.get(ROLES_KEY), list) and not roles.room(row[ROLES_KEY]):
+            message = R.read_text("row_roles_names", most=roles.MOST)
         if message is not None:
             if problems is None:
                 raise ReaderError("row", file=SAMPLE_INDEX, line=n, detail=message)

@@ -122,3 +122,18 @@ def test_bad_optional_values_are_row_problems(edit, message):
     with pytest.raises(ReaderError) as err:
         parse_sample_index(data)
     assert err.value.english.endswith(f"sample_index.jsonl line 3: {message}")
+
+
+def test_more_distinct_roles_than_codes_is_a_row_problem():
+    most = np.iinfo(np.int16).max
+    rows = []
+    for i in range(most + 2):
+        row = chat_row(i % 40, False)
+        row["sample_id"], row["roles"] = i, [f"r{i}"] if i <= most else ["r0"]
+        rows.append(row)
+    data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows).encode()
+    problems = []
+    ix = parse_sample_index(data, problems)
+    assert [(p.line, p.message) for p in problems] == [
+        (most + 1, f"roles: the index names more than {most} distinct roles, more than a reader codes")]
+    assert len(ix) == most + 1 and ix.roles(most) == ("r0",) and len(ix.role_names) == most
