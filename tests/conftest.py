@@ -207,14 +207,18 @@ def _resolve_dirs(tmp_path, output_dirs):
     return [one(d) for d in output_dirs]
 
 
-def run_pipeline(*, files, fields, templates, tokenizer_kind, tokenizer_files, sizes,
+def run_pipeline(*, files, fields=None, templates=None, tokenizer_kind, tokenizer_files, sizes,
                  samples_per_shard, output_dirs, on_overflow="abort", on_bad_record="abort",
                  on_template_unk="abort", build_batch=(3,), block_size=None, options=None,
-                 runner=None, accelerators=None, index_layout=None):
-    """Run the fluent API once, printing nothing."""
+                 runner=None, accelerators=None, index_layout=None, chat=None):
+    """Run the fluent API once, printing nothing; ``chat``: the keyword arguments of
+    ``source.chat`` instead of fields and templates."""
     from mintdim_beam import pipeline
 
-    job = pipeline("unit-build").source.jsonl(files=files, fields=fields, templates=templates)
+    if chat is not None:
+        job = pipeline("unit-build").source.chat(files=files, **chat)
+    else:
+        job = pipeline("unit-build").source.jsonl(files=files, fields=fields, templates=templates)
     if tokenizer_kind == "sentencepiece":
         job = job.tokenizer.sentencepiece(files=tokenizer_files)
     else:
@@ -276,10 +280,10 @@ def compare_output_dir(out_dir, expected: dict) -> None:
     assert not problems, f"{out_dir}: files differ from the reference:\n" + "\n\n".join(problems)
 
 
-def build_and_compare(tmp_path, *, files, fields, templates, tokenizer_kind, tokenizer_files,
+def build_and_compare(tmp_path, *, files, fields=None, templates=None, tokenizer_kind, tokenizer_files,
                       sizes, samples_per_shard, output_dirs, on_overflow="abort",
                       on_bad_record="abort", on_template_unk="abort", build_batch=(3,),
-                      block_size=None, options=None):
+                      block_size=None, options=None, chat=None):
     """Run the pipeline and the reference on the same inputs; assert identical output.
 
     ``output_dirs`` (a string or a list) may be relative: they are then placed under
@@ -295,7 +299,7 @@ def build_and_compare(tmp_path, *, files, fields, templates, tokenizer_kind, tok
             files=files, fields=fields, templates=templates, tokenizer_kind=tokenizer_kind,
             tokenizer_files=tokenizer_files, sizes=sizes, samples_per_shard=samples_per_shard,
             output_dirs=output_dirs, on_overflow=on_overflow, on_bad_record=on_bad_record,
-            on_template_unk=on_template_unk)
+            on_template_unk=on_template_unk, chat=chat)
     except ReferenceBuildError as exc:
         ref_error = exc
 
@@ -306,7 +310,7 @@ def build_and_compare(tmp_path, *, files, fields, templates, tokenizer_kind, tok
                   samples_per_shard=samples_per_shard, output_dirs=output_dirs,
                   on_overflow=on_overflow, on_bad_record=on_bad_record,
                   on_template_unk=on_template_unk, build_batch=build_batch,
-                  block_size=block_size, options=options)
+                  block_size=block_size, options=options, chat=chat)
     if ref_error is not None:
         try:
             run_pipeline(**kwargs)

@@ -14,6 +14,11 @@ byte needs no unk (``unk_id`` null); ``{@NAME}`` template segments are one token
 rendered (and hashed) as the token's text; a literal spelling a special token's text
 without encoding to its id is a TemplateTokenizerError.
 
+Section 9 here (``chat=``): a conversation's messages are rendered by their roles'
+templates into ``max_messages`` slots of (prefix, content, suffix) segments named
+``message<i>.<part>``; ``roles`` follow the spec's keys in sample rows,
+``cut_messages`` in truncated overflow rows, ``unk_messages``/``unk_roles`` in UNK rows.
+
 Public API:
 
     build_reference(files=..., fields=..., templates=..., tokenizer_kind=...,
@@ -532,9 +537,86 @@ def _pick(values, index, count, error_name):
                               f"received {count} input files but {len(values)} entries")
 
 
-def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files, sizes,
+def _type_name(value):
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
+            dict: "object"}[type(value)]
+
+
+def _parse_chat(raw, chat):
+    """Like _parse_record for a conversation: ("ok", [(role, content), ...])."""
+    status, obj = _parse_record(raw, [])
+    if status != "ok":
+        return status, obj
+    obj = json.loads(raw.decode("utf-8"))
+    field = chat["field"]
+    role_key, content_key = chat.get("role_key", "role"), chat.get("content_key", "content")
+    if field not in obj:
+        return "bad", ("SampleSchemaError", "missing fields: " + field)
+    messages = obj[field]
+    if not isinstance(messages, list):
+        return "bad", ("SampleSchemaError",
+                       f"field {field!r} must be a list of messages, got {_type_name(messages)}")
+    if len(messages) > chat["max_messages"]:
+        return "bad", ("SampleSchemaError", f"conversation has {len(messages)} messages, more than "
+                                            f"max_messages {chat['max_messages']}")
+    found = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return "bad", ("SampleSchemaError", f"message {i} must be an object, got {_type_name(message)}")
+        for key in (role_key, content_key):
+            if key not in message:
+                return "bad", ("SampleSchemaError", f"message {i} has no {key!r} key (keys: {list(message)})")
+        role, content = message[role_key], message[content_key]
+        if not isinstance(role, str):
+            return "bad", ("SampleSchemaError", f"message {i}: role must be a string, got {_type_name(role)}")
+        if role not in chat["templates"]:
+            return "bad", ("SampleSchemaError",
+                           f"message {i}: role {role!r} has no template (roles: {list(chat['templates'])})")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            return "bad", ("SampleSchemaError",
+                           f"message {i}: content must be a string, got {_type_name(content)}")
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            return "bad", ("SourceParseError", "invalid UTF-8")
+        found.append((role, content))
+    return "ok", found
+
+
+def _chat_segments(cfg, tokenizer):
+    """Role -> (prefix (ids, spans, text), suffix (ids, spans, text)), each literal encoded
+    on its own and each special one token (its text as its span)."""
+    table = {}
+    for role, template in cfg["chat"]["templates"].items():
+        segments = parse_template(template, cfg["path"])
+        at = [k for k, (kind, _) in enumerate(segments) if kind == "field"]
+        assert len(at) == 1 and segments[at[0]] == ("field", "content"), template
+        parts = []
+        for piece in (segments[:at[0]], segments[at[0] + 1:]):
+            ids, spans, text = [], [], ""
+            for kind, value in piece:
+                if kind == "special":
+                    token_id, token_text = _special(tokenizer, value, tokenizer.path)
+                    ids.append(token_id)
+                    spans.append(token_text)
+                    text += token_text
+                else:
+                    got, got_spans = tokenizer.encode(value)
+                    ids += got
+                    spans += got_spans
+                    text += value
+            parts.append((ids, spans, text))
+        table[role] = parts
+    return table
+
+
+def build_reference(*, files, fields=None, templates=None, tokenizer_kind, tokenizer_files, sizes,
                     samples_per_shard, output_dirs, on_overflow="abort",
-                    on_bad_record="abort", on_template_unk="continue"):
+                    on_bad_record="abort", on_template_unk="continue", chat=None):
     """Build every contract-fixed output file in memory.
 
     Returns ``{output_dir: {relative_path: bytes}}``. ``unit_<size>/EMPTY_UNIT.md`` maps
@@ -557,11 +639,18 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
     tokenizers = {}  # path -> loaded tokenizer
     file_cfgs = []
     for index, path in enumerate(files):
+        if chat is not None:
+            # each key: one value for every file, or a list of one per file
+            per_file = {key: _pick(value if isinstance(value, list) else [value], index, count,
+                                   "PipelineValidationError") for key, value in chat.items()}
+            m = per_file["max_messages"]
+            names = [f"message{i}.{part}" for i in range(m) for part in ("prefix", "content", "suffix")]
         cfg = {
             "index": index,
             "path": path,
-            "fields": list(_pick(fields, index, count, "FieldMappingError")),
-            "template": _pick(templates, index, count, "TemplateMappingError"),
+            "chat": per_file if chat is not None else None,
+            "fields": names if chat is not None else list(_pick(fields, index, count, "FieldMappingError")),
+            "template": "{content}" if chat is not None else _pick(templates, index, count, "TemplateMappingError"),
             "tokenizer_path": _pick(tokenizer_files, index, count, "TokenizerMappingError"),
             "sizes": list(_pick(sizes, index, count, "UnitMappingError")),
             "samples_per_shard": _pick(samples_per_shard, index, count, "SamplesPerShardError"),
@@ -569,11 +658,16 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
         }
         segments = parse_template(cfg["template"], path)
         placeholders = {value for kind, value in segments if kind == "field"}
-        if placeholders != set(cfg["fields"]):
+        if chat is None and placeholders != set(cfg["fields"]):
             raise ReferenceBuildError("TemplateFieldMismatchError", path, None,
                                       "template placeholders differ from fields")
         cfg["segments"] = segments
         cfg["sequence_template"] = _sequence_template(segments)
+        if chat is not None:
+            cfg["segments"] = []
+            cfg["sequence_template"] = list(cfg["fields"])
+            for template in per_file["templates"].values():
+                cfg["segments"] += parse_template(template, path)
         file_cfgs.append(cfg)
 
     # ---- 2. tokenizers (unk/pad ids, vocab size, dtype)
@@ -651,7 +745,10 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
         tokenizer = cfg["tokenizer"]
         max_declared = max(cfg["sizes"])
         for line_number, raw in _read_lines(cfg["path"]):
-            status, payload = _parse_record(raw, cfg["fields"])
+            if cfg["chat"] is not None:
+                status, payload = _parse_chat(raw, cfg["chat"])
+            else:
+                status, payload = _parse_record(raw, cfg["fields"])
             if status == "blank":
                 continue
             sample_id = next_sample_id[norm]
@@ -672,6 +769,32 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
             seg_ids = []
             seg_spans = []
             rendered = ""
+            if cfg["chat"] is not None:
+                table = cfg.setdefault("role_table", _chat_segments(cfg, tokenizer))
+                empty_fields = []
+                for i, (role, content) in enumerate(values):
+                    prefix, suffix = table[role]
+                    ids, spans = tokenizer.encode(content)
+                    for part_ids, part_spans in ((prefix[0], prefix[1]), (ids, spans), (suffix[0], suffix[1])):
+                        seg_ids.append(list(part_ids))
+                        seg_spans.append(list(part_spans))
+                    rendered += prefix[2] + content + suffix[2]
+                    if content == "":
+                        empty_fields.append(f"message{i}.content")
+                for _ in range(cfg["chat"]["max_messages"] - len(values)):
+                    seg_ids += [[], [], []]
+                    seg_spans += [[], [], []]
+                token_count = sum(len(ids) for ids in seg_ids)
+                if token_count > max_declared and on_overflow == "abort":
+                    raise ReferenceBuildError("UnitOverflowError", cfg["path"], line_number,
+                                              f"token_count {token_count} > {max_declared}")
+                samples[norm].append({
+                    "sample_id": sample_id, "source_file": cfg["path"], "source_line": line_number,
+                    "hash": hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
+                    "seg_ids": seg_ids, "seg_spans": seg_spans, "token_count": token_count,
+                    "empty_fields": empty_fields, "roles": [role for role, _ in values],
+                })
+                continue
             for kind, value in cfg["segments"]:
                 if kind == "literal":
                     text = value
@@ -706,6 +829,9 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
     result = {}
     for norm, group in outputs.items():
         first = group["files"][0]
+        if first["chat"] is not None:
+            first = dict(first, chat_roles=list(dict.fromkeys(
+                role for cfg in group["files"] for role in cfg["chat"]["templates"])))
         result[group["key"]] = _build_output(
             first, samples[norm], bad_rows[norm], on_overflow)
     return result
@@ -752,6 +878,10 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                     new_ids.append(ids[:keep])
                     new_spans.append(spans[:keep])
                     remaining -= keep
+                if "roles" in sample:   # the messages truncation shortened
+                    row["cut_messages"] = [
+                        i for i in range(len(sample["roles"]))
+                        if sum(len(x) for x in new_ids[3 * i:3 * i + 3]) < sum(len(x) for x in seg_ids[3 * i:3 * i + 3])]
                 seg_ids, seg_spans = new_ids, new_spans
             elif on_overflow == "extend":
                 if count > max(unit_sizes):
@@ -815,6 +945,8 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                     "empty_fields": sample["empty_fields"],
                     "shard_record": position,
                 }
+                if "roles" in sample:
+                    sample_rows[sample["sample_id"]]["roles"] = sample["roles"]
                 positions, field_indices, chars = [], [], []
                 offset = 0
                 for segment_index, (ids, spans) in enumerate(
@@ -836,6 +968,9 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                         "unk_field_indices": field_indices,
                         "unk_chars": chars,
                     })
+                    if "roles" in sample:
+                        unk_rows[-1]["unk_messages"] = [j // 3 for j in field_indices]
+                        unk_rows[-1]["unk_roles"] = [sample["roles"][j // 3] for j in field_indices]
             files[shard_path] = blob
             shard_count += 1
         if not members and unit in declared:
@@ -902,6 +1037,10 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
     }
     if unk_id is None:   # DESIGN.md section 8: null for a vocabulary that cannot emit UNK
         length_field["unk_token_id"] = None
+    if cfg.get("chat") is not None:
+        length_field["chat"] = {"max_messages": cfg["chat"]["max_messages"],
+                                "message_parts": ["prefix", "content", "suffix"],
+                                "roles": cfg["chat_roles"], "roles_key": "roles"}
 
     files["histogram.json"] = _json_file(histogram)
     files["stats.json"] = _json_file(stats)

@@ -18,6 +18,7 @@ from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TR
 from mintdim_beam.core.plan import BlockPlan, OutputPlan
 from mintdim_beam.tokenization.unk_rows import json_string
 from mintdim_beam.format import names
+from mintdim_beam.format.chat import PARTS_PER_MESSAGE, ROLES_KEY
 
 
 
@@ -197,7 +198,8 @@ def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, 
         if len(unk):
             starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
             owner = unk.sample[starts]
-            parts = _unk_parts(unk, starts)
+            chat = any(ROLES_KEY in row for row in meta.extra.values())
+            parts = _unk_parts(unk, starts, _chat_unk_tails(unk, starts, meta.extra) if chat else None)
         if len(unk.rendered_sample):
             owner = np.concatenate([owner, unk.rendered_sample])
             order = np.argsort(owner, kind="stable")
@@ -285,18 +287,35 @@ def _join_rows(n: int, pieces: tuple):
     return memoryview(rows.buffers()[2].slice(start, end - start)).cast("B")   # Arrow's is "b"
 
 
-def _unk_parts(unk, starts: np.ndarray) -> pa.Array:
+def _unk_parts(unk, starts: np.ndarray, tails: Optional[list] = None) -> pa.Array:
     """The UNK part (``unk_rows.UNK_PART``) of each column-entry sample, whose tokens are
     the entries ``starts[k]`` up to the next start: every item's text (decimal digits,
-    JSON string) is made by Arrow over a whole column and joined per sample in C++."""
+    JSON string) is made by Arrow over a whole column and joined per sample in C++.
+    ``tails``: extra keys after the spec's, a text per sample (a conversation's)."""
     offsets = pa.array(np.r_[starts, len(unk)].astype(np.int64), memory_pool=_POOL)
 
     def runs(items: pa.Array, sep: str) -> pa.Array:
         return _join_lists(offsets, items, sep)
 
+    end = ('"]}\n',) if tails is None else ('"]', _strings(tails), "}\n")
     return _join(('"unk_count":', _ints_text(np.diff(np.r_[starts, len(unk)])), ',"unk_positions":[',
                   runs(_ints_text(unk.position), ","), '],"unk_field_indices":[', runs(_ints_text(unk.segment), ","),
-                  '],"unk_chars":["', runs(_json_items(unk.chars), '","'), '"]}\n'))
+                  '],"unk_chars":["', runs(_json_items(unk.chars), '","'), *end))
+
+
+def _chat_unk_tails(unk, starts: np.ndarray, extra: dict) -> list:
+    """A conversation's UNK row names each UNK token's message and its role (the
+    message slot of its segment, ``format.chat``), after the spec's keys."""
+    tails = []
+    bounds = np.r_[starts, len(unk)].tolist()
+    for k in range(len(starts)):
+        a, b = bounds[k], bounds[k + 1]
+        messages = (unk.segment[a:b] // PARTS_PER_MESSAGE).tolist()
+        roles = extra.get(int(unk.sample[a]), {}).get(ROLES_KEY, [])
+        tails.append(',"unk_messages":' + json.dumps(messages, separators=(",", ":")) + ',"unk_roles":'
+                     + json.dumps([roles[m] if m < len(roles) else None for m in messages], ensure_ascii=False,
+                                  separators=(",", ":")))
+    return tails
 
 
 def _json_items(chars) -> pa.Array:
