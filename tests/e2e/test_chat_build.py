@@ -7,7 +7,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import OutputDir, build_and_compare, run_pipeline, write_jsonl
