@@ -34,7 +34,7 @@ _NO_HASH = bytes(32)
 ABSENT = -1
 
 
-def _type_name(value) -> str:
+def json_type_name(value) -> str:
     if value is None:
         return "null"
     return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
@@ -115,18 +115,26 @@ class ChatLineParser:
 
     def _render(self, local_line: int, obj: dict):
         """``(slot texts, role codes, empty content names)`` of one conversation, or its error."""
-        chat = self.chat
-        field = chat.field
-
-        def problem(text):
-            return errors.SampleSchemaError.chat(self.spec.path, local_line, field, text)
-
+        field = self.chat.field
         if field not in obj:
             return errors.SampleSchemaError(file=self.spec.path, line=local_line, declared=[field],
                                             missing=[field], available=list(obj.keys()))
         messages = obj[field]
         if not isinstance(messages, list):
-            return problem(C.CHAT_NOT_LIST.format(field=field, type_name=_type_name(messages)))
+            return self.problem(local_line, field,
+                                C.CHAT_NOT_LIST.format(field=field, type_name=json_type_name(messages)))
+        return self.render_messages(local_line, messages, field)
+
+    def problem(self, local_line: int, field: str, text) -> errors.SampleSchemaError:
+        return errors.SampleSchemaError.chat(self.spec.path, local_line, field, text)
+
+    def render_messages(self, local_line: int, messages: list, field: str):
+        """:meth:`_render` of a list of messages (``field`` names where they come from)."""
+        chat = self.chat
+
+        def problem(text):
+            return self.problem(local_line, field, text)
+
         if len(messages) > chat.max_messages:
             return problem(C.CHAT_TOO_MANY.format(count=len(messages), maximum=chat.max_messages))
         vals: list = []
@@ -134,20 +142,20 @@ class ChatLineParser:
         empty: list = []
         for i, message in enumerate(messages):
             if not isinstance(message, dict):
-                return problem(C.CHAT_MESSAGE_NOT_OBJECT.format(index=i, type_name=_type_name(message)))
+                return problem(C.CHAT_MESSAGE_NOT_OBJECT.format(index=i, type_name=json_type_name(message)))
             for key in (chat.role_key, chat.content_key):
                 if key not in message:
                     return problem(C.CHAT_MESSAGE_KEY.format(index=i, key=key, keys=list(message)))
             role, content = message[chat.role_key], message[chat.content_key]
             if not isinstance(role, str):
-                return problem(C.CHAT_ROLE_NOT_STRING.format(index=i, type_name=_type_name(role)))
+                return problem(C.CHAT_ROLE_NOT_STRING.format(index=i, type_name=json_type_name(role)))
             code = self.code.get(role)
             if code is None:
                 return problem(C.CHAT_ROLE_UNKNOWN.format(index=i, role=role, roles=self.role_names))
             if content is None:
                 content = ""        # as a null field renders (DESIGN.md §4), e.g. a tool-call turn's
             elif not isinstance(content, str):
-                return problem(C.CHAT_CONTENT_TYPE.format(index=i, type_name=_type_name(content)))
+                return problem(C.CHAT_CONTENT_TYPE.format(index=i, type_name=json_type_name(content)))
             if content == "":
                 empty.append(self.content_names[i])
             vals += (self.prefix[code], content, self.suffix[code])

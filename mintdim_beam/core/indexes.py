@@ -14,11 +14,11 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
+from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, PAIR_COLLAPSED, BlockResult
 from mintdim_beam.core.plan import BlockPlan, OutputPlan
 from mintdim_beam.tokenization.unk_rows import json_string
 from mintdim_beam.format import names
-from mintdim_beam.format.chat import PARTS_PER_MESSAGE, ROLES_KEY
+from mintdim_beam.format.chat import COLLAPSED, PAIR_ID_KEY, PAIR_ROLE_KEY, PARTS_PER_MESSAGE, ROLES_KEY
 
 
 
@@ -30,7 +30,7 @@ def dumps_file(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
-_OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend"}
+_OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend", PAIR_COLLAPSED: COLLAPSED}
 
 #: Where the rows' Arrow buffers come from: the system allocator, not Arrow's default
 #: pool (mimalloc), which keeps freed buffers for reuse. Generated corpus, T5, two
@@ -111,7 +111,7 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
     status = meta.status
     base = plan.sample_offset
     lines = meta.local_line.astype(np.int64) + (plan.line_offset + 1)
-    indexed = np.nonzero((status != BAD) & (status != OVF_SKIP))[0]   # rows of sample_index
+    indexed = np.nonzero((status != BAD) & (status != OVF_SKIP) & (status != PAIR_COLLAPSED))[0]   # sample_index rows
 
     # Unit and rank of every indexed sample: declared units count records in sample
     # order from the block's first rank; extended samples have theirs in the plan.
@@ -148,12 +148,22 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
         at = {int(s): k for k, s in enumerate(indexed.tolist())}
         for s, row in meta.extra.items():
             if s in at:
-                extra[at[s]] = "".join(
-                    "," + json.dumps(key) + ":" + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-                    for key, value in row.items())
+                extra[at[s]] = _extra_keys(row, base + s)
     return {"indexed": indexed, "ids": indexed + base, "digests": meta.digests[indexed],
             "token_count": meta.token_count[indexed], "units": units, "ranks": ranks, "lines": lines[indexed],
             "all_lines": lines, "extended": extended, "empty": empty, "extra": extra}
+
+
+def _extra_keys(row: dict, sample_id: int) -> str:
+    """A row's extra keys as JSON text after the spec's. A pair record's ``pair_id``,
+    before its ``pair_role``, is its chosen record's sample id halved (``pair_lines``:
+    each line of a pair source is two consecutive samples)."""
+    text = []
+    for key, value in row.items():
+        if key == PAIR_ROLE_KEY:
+            text.append(f',"{PAIR_ID_KEY}":{sample_id // 2}')
+        text.append("," + json.dumps(key) + ":" + json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return "".join(text)
 
 
 def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, columns: dict,
