@@ -248,3 +248,86 @@ def test_chat_builds_are_byte_identical_across_workers_and_blocks(tmp_path, hf_c
     from conftest import assert_same_outputs
 
     assert_same_outputs(tmp_path / "a", tmp_path / "b")
+
+
+# --------------------------------------------------------------------------- preference pairs
+
+PAIR_TEMPLATE = "<|im_start|>user\n{prompt}{@eos}\n<|im_start|>assistant\n{completion}{@eos}"
+PAIRS = [
+    {"prompt": "Why do bees matter?", "chosen": "They pollinate crops.", "rejected": "No idea."},
+    {"prompt": "Same?", "chosen": "Yes.", "rejected": "Yes."},                 # collapsed as it is
+    {"prompt": "A long prompt that goes on and on about bees and flowers and more of them",
+     "chosen": "a", "rejected": "b"},                                          # collapses when truncated
+    {"prompt": "Hi", "chosen": "Hello there, friend", "rejected": None},       # null: empty completion
+    {"prompt": "Hi", "chosen": ["x"], "rejected": "y"},                        # a bad line: two bad records
+]
+
+
+def build_pairs(tmp_path, tokenizer, rows, kind=HF, sizes=(16, 32), chat=None, **kw):
+    src = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    kw.setdefault("output_dirs", "out")
+    return build_and_compare(tmp_path, files=[src], templates=None if chat else [PAIR_TEMPLATE],
+                             pairs={"prompt": "prompt", "chosen": "chosen", "rejected": "rejected"}, chat=chat,
+                             tokenizer_kind=kind, tokenizer_files=[tokenizer], sizes=[list(sizes)],
+                             samples_per_shard=[3], **kw)
+
+
+def test_string_pairs_match_the_reference(tmp_path, hf_chat):
+    build_pairs(tmp_path, hf_chat, PAIRS, on_overflow="truncate", on_pair_collapse="skip", on_bad_record="skip")
+    out = OutputDir(tmp_path / "out")
+    rows = out.samples
+    assert [(r["sample_id"], r["pair_id"], r["pair_role"]) for r in rows] == [
+        (0, 0, "chosen"), (1, 0, "rejected"), (6, 3, "chosen"), (7, 3, "rejected")]
+    assert rows[0]["unit_size"] == rows[1]["unit_size"]          # one unit for the pair
+    assert rows[3]["empty_fields"] == ["rejected"]
+    assert [(r["sample_id"], r["action"]) for r in out.jsonl("overflow_index.jsonl")] == [
+        (0, "truncate"), (1, "truncate"), (2, "collapsed"), (3, "collapsed"), (4, "collapsed"), (5, "collapsed")]
+    assert [r["sample_id"] for r in out.jsonl("bad_record_index.jsonl")] == [8, 9]
+    assert out.manifest["policies"]["on_pair_collapse"] == "skip"
+    assert out.manifest["source"]["pairs"] == [{"prompt": "prompt", "chosen": "chosen", "rejected": "rejected"}]
+
+
+def test_a_pair_fits_the_unit_of_its_longer_record(tmp_path, hf_chat):
+    rows = [{"prompt": "Hi", "chosen": "Yes", "rejected": "No, because bees are a long story"}]
+    build_pairs(tmp_path, hf_chat, rows, sizes=(24, 48))
+    out = OutputDir(tmp_path / "out")
+    assert [r["unit_size"] for r in out.samples] == [48, 48] and out.samples[0]["token_count"] <= 24
+
+
+def test_a_collapsed_pair_aborts_by_default(tmp_path, hf_chat):
+    with pytest.raises(errors.PairCollapseError) as info:
+        build_pairs(tmp_path, hf_chat, PAIRS[:2], sizes=(32, 64))
+    assert (info.value.file, info.value.line) == (str(tmp_path / "pairs.jsonl"), 2)
+    assert "identical chosen and rejected" in info.value.english and "[vietnam] PairCollapseError" in str(info.value)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_skipped_pairs_go_together(tmp_path, hf_chat):
+    rows = [PAIRS[0], {"prompt": "Hi", "chosen": "Yes", "rejected": "No, " * 20}]
+    build_pairs(tmp_path, hf_chat, rows, sizes=(32, 48), on_overflow="skip")
+    out = OutputDir(tmp_path / "out")
+    assert [(r["pair_id"], r["pair_role"]) for r in out.samples] == [(0, "chosen"), (0, "rejected")]
+    assert [(r["sample_id"], r["action"]) for r in out.jsonl("overflow_index.jsonl")] == [(2, "skip"), (3, "skip")]
+
+
+def test_extend_is_refused_for_pairs(tmp_path, hf_chat):
+    with pytest.raises(errors.PipelineValidationError) as info:
+        build_pairs(tmp_path, hf_chat, PAIRS[:1], on_overflow="extend")
+    assert "cannot keep a pair's two records in one unit" in info.value.english
+
+
+def test_chat_pairs_match_the_reference(tmp_path, hf_chat):
+    rows = [
+        {"prompt": [{"role": "user", "content": "Why do bees matter?"}],
+         "chosen": [{"role": "assistant", "content": "They pollinate crops."}],
+         "rejected": {"role": "assistant", "content": "No idea."}},
+        {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+         "chosen": [{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Bye"}],
+         "rejected": [{"role": "assistant", "content": "Go away."}]},
+    ]
+    build_pairs(tmp_path, hf_chat, rows, sizes=(32, 64), chat={"templates": [CHATML], "max_messages": [4]})
+    out = OutputDir(tmp_path / "out")
+    got = [(r["pair_id"], r["pair_role"], r["roles"], r["prompt_messages"]) for r in out.samples]
+    assert got == [(0, "chosen", ["user", "assistant"], 1), (0, "rejected", ["user", "assistant"], 1),
+                   (1, "chosen", ["system", "user", "assistant", "user"], 2),
+                   (1, "rejected", ["system", "user", "assistant"], 2)]
