@@ -18,7 +18,7 @@ from mintdim_beam import errors
 from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.chat_lines import ChatLineParser, json_type_name
 from mintdim_beam.core.config import FileSpec, Policies
-from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, LineParser, ParsedSlice, load_object
+from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, ParsedSlice, load_object
 from mintdim_beam.errors import chat_messages as C
 from mintdim_beam.format.chat import PAIR_ROLE_KEY, PAIR_ROLES, PROMPT_MESSAGES_KEY, ROLES_KEY
 from mintdim_beam.format.template import FieldTypeError, render_value
