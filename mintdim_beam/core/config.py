@@ -152,7 +152,8 @@ def _limit_error(problem: Text, rule: Text):
 
 
 #: The policies a length count (``plan JOB``) runs under: it counts every sample, asks nothing.
-COUNTING_POLICIES = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
+COUNTING_POLICIES = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip",
+                             on_pair_collapse="skip")
 
 
 @dataclass(frozen=True)
