@@ -207,14 +207,20 @@ def _resolve_dirs(tmp_path, output_dirs):
     return [one(d) for d in output_dirs]
 
 
-def run_pipeline(*, files, fields, templates, tokenizer_kind, tokenizer_files, sizes,
+def run_pipeline(*, files, fields=None, templates=None, tokenizer_kind, tokenizer_files, sizes,
                  samples_per_shard, output_dirs, on_overflow="abort", on_bad_record="abort",
                  on_template_unk="abort", build_batch=(3,), block_size=None, options=None,
-                 runner=None, accelerators=None, index_layout=None):
-    """Run the fluent API once, printing nothing."""
+                 runner=None, accelerators=None, index_layout=None, chat=None, pairs=None, on_pair_collapse=None):
+    """Run the fluent API once, printing nothing; ``chat``: the keyword arguments of
+    ``source.chat`` instead of fields and templates."""
     from mintdim_beam import pipeline
 
-    job = pipeline("unit-build").source.jsonl(files=files, fields=fields, templates=templates)
+    if pairs is not None:
+        job = pipeline("unit-build").source.pairs(files=files, templates=templates, chat=chat, **pairs)
+    elif chat is not None:
+        job = pipeline("unit-build").source.chat(files=files, **chat)
+    else:
+        job = pipeline("unit-build").source.jsonl(files=files, fields=fields, templates=templates)
     if tokenizer_kind == "sentencepiece":
         job = job.tokenizer.sentencepiece(files=tokenizer_files)
     else:
@@ -223,6 +229,8 @@ def run_pipeline(*, files, fields, templates, tokenizer_kind, tokenizer_files, s
     job = job.output.dir(output_dirs, samples_per_shard=samples_per_shard)
     kwargs = dict(on_overflow=on_overflow, on_template_unk=on_template_unk,
                   on_bad_record=on_bad_record, echo=quiet)
+    if on_pair_collapse is not None:
+        kwargs["on_pair_collapse"] = on_pair_collapse
     if block_size is not None:
         kwargs["block_size"] = block_size
     if options is not None:
@@ -276,10 +284,10 @@ def compare_output_dir(out_dir, expected: dict) -> None:
     assert not problems, f"{out_dir}: files differ from the reference:\n" + "\n\n".join(problems)
 
 
-def build_and_compare(tmp_path, *, files, fields, templates, tokenizer_kind, tokenizer_files,
+def build_and_compare(tmp_path, *, files, fields=None, templates=None, tokenizer_kind, tokenizer_files,
                       sizes, samples_per_shard, output_dirs, on_overflow="abort",
                       on_bad_record="abort", on_template_unk="abort", build_batch=(3,),
-                      block_size=None, options=None):
+                      block_size=None, options=None, chat=None, pairs=None, on_pair_collapse=None):
     """Run the pipeline and the reference on the same inputs; assert identical output.
 
     ``output_dirs`` (a string or a list) may be relative: they are then placed under
@@ -295,7 +303,8 @@ def build_and_compare(tmp_path, *, files, fields, templates, tokenizer_kind, tok
             files=files, fields=fields, templates=templates, tokenizer_kind=tokenizer_kind,
             tokenizer_files=tokenizer_files, sizes=sizes, samples_per_shard=samples_per_shard,
             output_dirs=output_dirs, on_overflow=on_overflow, on_bad_record=on_bad_record,
-            on_template_unk=on_template_unk)
+            on_template_unk=on_template_unk, chat=chat, pairs=pairs,
+            on_pair_collapse=on_pair_collapse or "abort")
     except ReferenceBuildError as exc:
         ref_error = exc
 
@@ -306,7 +315,8 @@ def build_and_compare(tmp_path, *, files, fields, templates, tokenizer_kind, tok
                   samples_per_shard=samples_per_shard, output_dirs=output_dirs,
                   on_overflow=on_overflow, on_bad_record=on_bad_record,
                   on_template_unk=on_template_unk, build_batch=build_batch,
-                  block_size=block_size, options=options)
+                  block_size=block_size, options=options, chat=chat, pairs=pairs,
+                  on_pair_collapse=on_pair_collapse)
     if ref_error is not None:
         try:
             run_pipeline(**kwargs)

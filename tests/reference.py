@@ -14,6 +14,15 @@ byte needs no unk (``unk_id`` null); ``{@NAME}`` template segments are one token
 rendered (and hashed) as the token's text; a literal spelling a special token's text
 without encoding to its id is a TemplateTokenizerError.
 
+Section 9 here (``chat=``): a conversation's messages are rendered by their roles'
+templates into ``max_messages`` slots of (prefix, content, suffix) segments named
+``message<i>.<part>``; ``roles`` follow the spec's keys in sample rows,
+``cut_messages`` in truncated overflow rows, ``unk_messages``/``unk_roles`` in UNK rows.
+Preference pairs (``pairs=``): every line is two samples, chosen then rejected
+(``pair_id`` = sample_id // 2, ``pair_role``), in the unit that fits the longer, each
+truncated to max(sizes) when the pair overflows; a pair whose two written payloads are
+equal is "collapsed" (two overflow rows) or a PairCollapseError.
+
 Public API:
 
     build_reference(files=..., fields=..., templates=..., tokenizer_kind=...,
@@ -532,9 +541,87 @@ def _pick(values, index, count, error_name):
                               f"received {count} input files but {len(values)} entries")
 
 
-def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files, sizes,
+def _type_name(value):
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
+            dict: "object"}[type(value)]
+
+
+def _parse_chat(raw, chat):
+    """Like _parse_record for a conversation: ("ok", [(role, content), ...])."""
+    status, obj = _parse_record(raw, [])
+    if status != "ok":
+        return status, obj
+    obj = json.loads(raw.decode("utf-8"))
+    field = chat["field"]
+    role_key, content_key = chat.get("role_key", "role"), chat.get("content_key", "content")
+    if field not in obj:
+        return "bad", ("SampleSchemaError", "missing fields: " + field)
+    messages = obj[field]
+    if not isinstance(messages, list):
+        return "bad", ("SampleSchemaError",
+                       f"field {field!r} must be a list of messages, got {_type_name(messages)}")
+    if len(messages) > chat["max_messages"]:
+        return "bad", ("SampleSchemaError", f"conversation has {len(messages)} messages, more than "
+                                            f"max_messages {chat['max_messages']}")
+    found = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return "bad", ("SampleSchemaError", f"message {i} must be an object, got {_type_name(message)}")
+        for key in (role_key, content_key):
+            if key not in message:
+                return "bad", ("SampleSchemaError", f"message {i} has no {key!r} key (keys: {list(message)})")
+        role, content = message[role_key], message[content_key]
+        if not isinstance(role, str):
+            return "bad", ("SampleSchemaError", f"message {i}: role must be a string, got {_type_name(role)}")
+        if role not in chat["templates"]:
+            return "bad", ("SampleSchemaError",
+                           f"message {i}: role {role!r} has no template (roles: {list(chat['templates'])})")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            return "bad", ("SampleSchemaError",
+                           f"message {i}: content must be a string, got {_type_name(content)}")
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            return "bad", ("SourceParseError", "invalid UTF-8")
+        found.append((role, content))
+    return "ok", found
+
+
+def _chat_segments(cfg, tokenizer):
+    """Role -> (prefix (ids, spans, text), suffix (ids, spans, text)), each literal encoded
+    on its own and each special one token (its text as its span)."""
+    table = {}
+    for role, template in cfg["chat"]["templates"].items():
+        segments = parse_template(template, cfg["path"])
+        at = [k for k, (kind, _) in enumerate(segments) if kind == "field"]
+        assert len(at) == 1 and segments[at[0]] == ("field", "content"), template
+        parts = []
+        for piece in (segments[:at[0]], segments[at[0] + 1:]):
+            ids, spans, text = [], [], ""
+            for kind, value in piece:
+                if kind == "special":
+                    token_id, token_text = _special(tokenizer, value, tokenizer.path)
+                    ids.append(token_id)
+                    spans.append(token_text)
+                    text += token_text
+                else:
+                    got, got_spans = tokenizer.encode(value)
+                    ids += got
+                    spans += got_spans
+                    text += value
+            parts.append((ids, spans, text))
+        table[role] = parts
+    return table
+
+
+def build_reference(*, files, fields=None, templates=None, tokenizer_kind, tokenizer_files, sizes,
                     samples_per_shard, output_dirs, on_overflow="abort",
-                    on_bad_record="abort", on_template_unk="continue"):
+                    on_bad_record="abort", on_template_unk="continue", chat=None, pairs=None,
+                    on_pair_collapse="abort"):
     """Build every contract-fixed output file in memory.
 
     Returns ``{output_dir: {relative_path: bytes}}``. ``unit_<size>/EMPTY_UNIT.md`` maps
@@ -557,11 +644,27 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
     tokenizers = {}  # path -> loaded tokenizer
     file_cfgs = []
     for index, path in enumerate(files):
+        pair = None
+        if pairs is not None:
+            pair = {key: _pick(value if isinstance(value, list) else [value], index, count,
+                               "PipelineValidationError") for key, value in pairs.items()}
+            if on_overflow == "extend":
+                raise ReferenceBuildError("PipelineValidationError", None, None, "extend with pairs")
+        if chat is not None:
+            # each key: one value for every file, or a list of one per file
+            per_file = {key: _pick(value if isinstance(value, list) else [value], index, count,
+                                   "PipelineValidationError") for key, value in chat.items()}
+            m = per_file["max_messages"]
+            names = [f"message{i}.{part}" for i in range(m) for part in ("prefix", "content", "suffix")]
         cfg = {
             "index": index,
             "path": path,
-            "fields": list(_pick(fields, index, count, "FieldMappingError")),
-            "template": _pick(templates, index, count, "TemplateMappingError"),
+            "chat": per_file if chat is not None else None,
+            "pair": pair,
+            "fields": names if chat is not None else (
+                (["prompt", "completion"] if pair.get("prompt") else ["completion"]) if pair is not None
+                else list(_pick(fields, index, count, "FieldMappingError"))),
+            "template": "{content}" if chat is not None else _pick(templates, index, count, "TemplateMappingError"),
             "tokenizer_path": _pick(tokenizer_files, index, count, "TokenizerMappingError"),
             "sizes": list(_pick(sizes, index, count, "UnitMappingError")),
             "samples_per_shard": _pick(samples_per_shard, index, count, "SamplesPerShardError"),
@@ -569,11 +672,16 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
         }
         segments = parse_template(cfg["template"], path)
         placeholders = {value for kind, value in segments if kind == "field"}
-        if placeholders != set(cfg["fields"]):
+        if chat is None and placeholders != set(cfg["fields"]):
             raise ReferenceBuildError("TemplateFieldMismatchError", path, None,
                                       "template placeholders differ from fields")
         cfg["segments"] = segments
         cfg["sequence_template"] = _sequence_template(segments)
+        if chat is not None:
+            cfg["segments"] = []
+            cfg["sequence_template"] = list(cfg["fields"])
+            for template in per_file["templates"].values():
+                cfg["segments"] += parse_template(template, path)
         file_cfgs.append(cfg)
 
     # ---- 2. tokenizers (unk/pad ids, vocab size, dtype)
@@ -651,67 +759,202 @@ def build_reference(*, files, fields, templates, tokenizer_kind, tokenizer_files
         tokenizer = cfg["tokenizer"]
         max_declared = max(cfg["sizes"])
         for line_number, raw in _read_lines(cfg["path"]):
-            status, payload = _parse_record(raw, cfg["fields"])
+            if cfg["pair"] is not None:
+                status, payload = _parse_pair(raw, cfg)
+                records = payload if status == "ok" else [None, None]
+            else:
+                if cfg["chat"] is not None:
+                    status, payload = _parse_chat(raw, cfg["chat"])
+                else:
+                    status, payload = _parse_record(raw, cfg["fields"])
+                records = [payload]
             if status == "blank":
                 continue
-            sample_id = next_sample_id[norm]
-            next_sample_id[norm] += 1
-            if status == "bad":
-                error, reason = payload
-                if on_bad_record == "abort":
-                    raise ReferenceBuildError(error, cfg["path"], line_number, reason)
-                bad_rows[norm].append({
-                    "sample_id": sample_id,
-                    "source_file": cfg["path"],
-                    "source_line": line_number,
-                    "error": error,
-                    "reason": reason,
-                })
-                continue
-            values = payload
-            seg_ids = []
-            seg_spans = []
-            rendered = ""
-            for kind, value in cfg["segments"]:
-                if kind == "literal":
-                    text = value
-                    ids, spans = cfg["literal_tokens"][value]
-                elif kind == "special":
-                    # docs/decisions.md: a special segment renders as its token's text
-                    token_id, text = cfg["special_tokens"][value]
-                    ids, spans = [token_id], [text]
-                else:
-                    text = values[value]
-                    ids, spans = tokenizer.encode(text)
-                rendered += text
-                seg_ids.append(list(ids))
-                seg_spans.append(list(spans))
-            token_count = sum(len(ids) for ids in seg_ids)
-            if token_count > max_declared and on_overflow == "abort":
-                raise ReferenceBuildError("UnitOverflowError", cfg["path"], line_number,
-                                          f"token_count {token_count} > {max_declared}")
-            empty_fields = [name for name in dict.fromkeys(cfg["fields"]) if values[name] == ""]
-            samples[norm].append({
-                "sample_id": sample_id,
-                "source_file": cfg["path"],
-                "source_line": line_number,
-                "hash": hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
-                "seg_ids": seg_ids,
-                "seg_spans": seg_spans,
-                "token_count": token_count,
-                "empty_fields": empty_fields,
-            })
+            for item, pair_role in zip(records, ("chosen", "rejected") if cfg["pair"] is not None else (None,)):
+                _read_sample(cfg, norm, status, item if status == "ok" else payload, line_number, pair_role,
+                             next_sample_id, samples, bad_rows, on_bad_record, on_overflow, max_declared, tokenizer)
+    return _outputs(outputs, samples, bad_rows, on_overflow, on_pair_collapse)
 
-    # ---- 6. one output directory at a time
+
+def _parse_pair(raw, cfg):
+    """("ok", [chosen sample values, rejected sample values]) of one pair line."""
+    status, obj = _parse_record(raw, [])
+    if status != "ok":
+        return status, obj
+    obj = json.loads(raw.decode("utf-8"))
+    pair = cfg["pair"]
+    declared = [pair[k] for k in ("prompt", "chosen", "rejected") if pair.get(k)]
+    missing = [k for k in declared if k not in obj]
+    if missing:
+        return "bad", ("SampleSchemaError", "missing fields: " + " ".join(missing))
+    found = []
+    for key in (pair["chosen"], pair["rejected"]):
+        if cfg["chat"] is not None:
+            messages = []
+            for name in ([pair["prompt"]] if pair.get("prompt") else []) + [key]:
+                value = obj[name]
+                value = [value] if isinstance(value, dict) else value
+                if not isinstance(value, list):
+                    return "bad", ("SampleSchemaError", f"field {name!r} must be a list of messages (or one "
+                                                        f"message), got {_type_name(value)}")
+                messages.append(value)
+            line = json.dumps({"m": sum(messages, [])}).encode("utf-8")
+            status, values = _parse_chat(line, dict(cfg["chat"], field="m"))
+            if status != "ok":
+                return status, values
+            found.append((values, len(messages[0]) if pair.get("prompt") else 0))
+        else:
+            names = ([pair["prompt"]] if pair.get("prompt") else []) + [key]
+            for name in names:
+                if isinstance(obj[name], (list, dict)):
+                    return "bad", ("SampleSchemaError", "field value must be a string: " + name)
+            values = dict(zip(cfg["fields"], (_render_value(obj[name]) for name in names)))
+            for value in values.values():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return "bad", ("SourceParseError", "invalid UTF-8")
+            found.append((values, [n for n in names if obj[n] in ("", None)]))
+    return "ok", found
+
+
+def _read_sample(cfg, norm, status, payload, line_number, pair_role, next_sample_id, samples, bad_rows,
+                 on_bad_record, on_overflow, max_declared, tokenizer):
+    """One sample of a line (a pair line has two): its id, and its sample or bad row."""
+    sample_id = next_sample_id[norm]
+    next_sample_id[norm] += 1
+    if status == "bad":
+        error, reason = payload
+        if on_bad_record == "abort":
+            raise ReferenceBuildError(error, cfg["path"], line_number, reason)
+        bad_rows[norm].append({"sample_id": sample_id, "source_file": cfg["path"], "source_line": line_number,
+                               "error": error, "reason": reason})
+        return
+    more = None
+    values = payload
+    if pair_role is not None:
+        values, more = payload
+    seg_ids, seg_spans, rendered = [], [], ""
+    sample = {"sample_id": sample_id, "source_file": cfg["path"], "source_line": line_number}
+    if cfg["chat"] is not None:
+        table = cfg.setdefault("role_table", _chat_segments(cfg, tokenizer))
+        empty_fields = []
+        for i, (role, content) in enumerate(values):
+            prefix, suffix = table[role]
+            ids, spans = tokenizer.encode(content)
+            for part_ids, part_spans in ((prefix[0], prefix[1]), (ids, spans), (suffix[0], suffix[1])):
+                seg_ids.append(list(part_ids))
+                seg_spans.append(list(part_spans))
+            rendered += prefix[2] + content + suffix[2]
+            if content == "":
+                empty_fields.append(f"message{i}.content")
+        for _ in range(cfg["chat"]["max_messages"] - len(values)):
+            seg_ids += [[], [], []]
+            seg_spans += [[], [], []]
+        sample["roles"] = [role for role, _ in values]
+        if pair_role is not None:
+            sample["prompt_messages"] = more
+    else:
+        for kind, value in cfg["segments"]:
+            if kind == "literal":
+                text = value
+                ids, spans = cfg["literal_tokens"][value]
+            elif kind == "special":
+                # docs/decisions.md: a special segment renders as its token's text
+                token_id, text = cfg["special_tokens"][value]
+                ids, spans = [token_id], [text]
+            else:
+                text = values[value]
+                ids, spans = tokenizer.encode(text)
+            rendered += text
+            seg_ids.append(list(ids))
+            seg_spans.append(list(spans))
+        empty_fields = more if pair_role is not None else [
+            name for name in dict.fromkeys(cfg["fields"]) if values[name] == ""]
+    if pair_role is not None:
+        sample["pair_id"] = sample_id // 2
+        sample["pair_role"] = pair_role
+    token_count = sum(len(ids) for ids in seg_ids)
+    if token_count > max_declared and on_overflow == "abort":
+        raise ReferenceBuildError("UnitOverflowError", cfg["path"], line_number,
+                                  f"token_count {token_count} > {max_declared}")
+    sample.update({"hash": hashlib.sha256(rendered.encode("utf-8")).hexdigest(), "seg_ids": seg_ids,
+                   "seg_spans": seg_spans, "token_count": token_count, "empty_fields": empty_fields})
+    samples[norm].append(sample)
+
+
+def _outputs(outputs, samples, bad_rows, on_overflow, on_pair_collapse):
+    """---- 6. one output directory at a time"""
     result = {}
     for norm, group in outputs.items():
         first = group["files"][0]
+        if first["chat"] is not None:
+            first = dict(first, chat_roles=list(dict.fromkeys(
+                role for cfg in group["files"] for role in cfg["chat"]["templates"])))
         result[group["key"]] = _build_output(
-            first, samples[norm], bad_rows[norm], on_overflow)
+            first, samples[norm], bad_rows[norm], on_overflow, on_pair_collapse)
     return result
 
 
-def _build_output(cfg, samples, bad_rows, on_overflow):
+def _truncated(seg_ids, seg_spans, keep_total):
+    new_ids, new_spans, remaining = [], [], keep_total
+    for ids, spans in zip(seg_ids, seg_spans):
+        keep = min(len(ids), remaining)
+        new_ids.append(ids[:keep])
+        new_spans.append(spans[:keep])
+        remaining -= keep
+    return new_ids, new_spans
+
+
+def _place_pairs(samples, declared, on_overflow, on_pair_collapse):
+    """Pairs (two consecutive samples, one pair_id): one unit for both, the one that fits
+    the longer; an overflowing pair is truncated or skipped as a whole; a pair whose two
+    written payloads are equal is collapsed."""
+    max_declared = max(declared)
+    written, rows = [], []
+    for a, b in zip(samples[0::2], samples[1::2]):
+        assert a["pair_id"] == b["pair_id"] and (a["pair_role"], b["pair_role"]) == ("chosen", "rejected")
+        longest = max(a["token_count"], b["token_count"])
+        placed = []
+        pair_rows = []
+        for sample in (a, b):
+            seg_ids, seg_spans = sample["seg_ids"], sample["seg_spans"]
+            if longest > max_declared:
+                row = {"sample_id": sample["sample_id"], "source_file": sample["source_file"],
+                       "source_line": sample["source_line"], "token_count": sample["token_count"],
+                       "max_unit_size": max_declared, "action": on_overflow}
+                if on_overflow == "truncate":
+                    new_ids, new_spans = _truncated(seg_ids, seg_spans, max_declared)
+                    if "roles" in sample:
+                        row["cut_messages"] = [
+                            i for i in range(len(sample["roles"]))
+                            if sum(map(len, new_ids[3 * i:3 * i + 3])) < sum(map(len, seg_ids[3 * i:3 * i + 3]))]
+                    seg_ids, seg_spans = new_ids, new_spans
+                pair_rows.append(row)
+                unit = max_declared
+            else:
+                unit = min(size for size in declared if size >= longest)
+            placed.append({"sample": sample, "unit": unit, "seg_ids": seg_ids, "seg_spans": seg_spans})
+        if longest > max_declared and on_overflow == "skip":
+            rows += pair_rows
+            continue
+        payloads = [sum(p["seg_ids"], []) for p in placed]
+        if payloads[0] == payloads[1]:
+            if on_pair_collapse == "abort":
+                raise ReferenceBuildError("PairCollapseError", a["source_file"], a["source_line"], "collapsed")
+            for k, sample in enumerate((a, b)):
+                rows.append({"sample_id": sample["sample_id"], "source_file": sample["source_file"],
+                             "source_line": sample["source_line"], "token_count": sample["token_count"],
+                             "max_unit_size": max_declared, "action": "collapsed"})
+                if pair_rows and "cut_messages" in pair_rows[k]:     # what truncation cut, if it did
+                    rows[-1]["cut_messages"] = pair_rows[k]["cut_messages"]
+            continue
+        rows += pair_rows
+        written += placed
+    return written, rows
+
+
+def _build_output(cfg, samples, bad_rows, on_overflow, on_pair_collapse="abort"):
     tokenizer = cfg["tokenizer"]
     dtype_name, np_dtype, magic, bytes_per_token = cfg["dtype"]
     pad_id = tokenizer.pad_id
@@ -725,7 +968,9 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
     # -- unit assignment and overflow policy, in sample_id order
     written = []  # dicts: sample, unit, seg_ids (written), seg_spans (written)
     overflow_rows = []
-    for sample in samples:
+    if cfg.get("pair") is not None:
+        written, overflow_rows = _place_pairs(samples, declared, on_overflow, on_pair_collapse)
+    for sample in (samples if cfg.get("pair") is None else []):
         count = sample["token_count"]
         seg_ids = sample["seg_ids"]
         seg_spans = sample["seg_spans"]
@@ -752,6 +997,10 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                     new_ids.append(ids[:keep])
                     new_spans.append(spans[:keep])
                     remaining -= keep
+                if "roles" in sample:   # the messages truncation shortened
+                    row["cut_messages"] = [
+                        i for i in range(len(sample["roles"]))
+                        if sum(len(x) for x in new_ids[3 * i:3 * i + 3]) < sum(len(x) for x in seg_ids[3 * i:3 * i + 3])]
                 seg_ids, seg_spans = new_ids, new_spans
             elif on_overflow == "extend":
                 if count > max(unit_sizes):
@@ -815,6 +1064,9 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                     "empty_fields": sample["empty_fields"],
                     "shard_record": position,
                 }
+                for key in ("roles", "prompt_messages", "pair_id", "pair_role"):
+                    if key in sample:
+                        sample_rows[sample["sample_id"]][key] = sample[key]
                 positions, field_indices, chars = [], [], []
                 offset = 0
                 for segment_index, (ids, spans) in enumerate(
@@ -836,6 +1088,9 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
                         "unk_field_indices": field_indices,
                         "unk_chars": chars,
                     })
+                    if "roles" in sample:
+                        unk_rows[-1]["unk_messages"] = [j // 3 for j in field_indices]
+                        unk_rows[-1]["unk_roles"] = [sample["roles"][j // 3] for j in field_indices]
             files[shard_path] = blob
             shard_count += 1
         if not members and unit in declared:
@@ -902,6 +1157,10 @@ def _build_output(cfg, samples, bad_rows, on_overflow):
     }
     if unk_id is None:   # DESIGN.md section 8: null for a vocabulary that cannot emit UNK
         length_field["unk_token_id"] = None
+    if cfg.get("chat") is not None:
+        length_field["chat"] = {"max_messages": cfg["chat"]["max_messages"],
+                                "message_parts": ["prefix", "content", "suffix"],
+                                "roles": cfg["chat_roles"], "roles_key": "roles"}
 
     files["histogram.json"] = _json_file(histogram)
     files["stats.json"] = _json_file(stats)

@@ -431,7 +431,7 @@ def _block_spill(ref: BlockRef, result: BlockResult, duplicate_tasks: int, token
     if result.first_error is not None:
         sample, line, err = result.first_error
         first_error = (sample, line, err.to_dict())
-    over = int(np.isin(result.status, (2, 3, 4)).sum())
+    over = int(np.isin(result.status, (2, 3, 4, 5)).sum())   # overflow_index rows: overflow, collapsed pairs
     hashes = sorted_hashes(result)
     if len(hashes):
         bounds = range_bounds(hashes, duplicate_tasks).astype("<i8")

@@ -389,6 +389,13 @@ def _remove_staging(out: OutputSpec) -> None:
             pass
 
 
+def _pair_policy(config: BuildConfig, out: OutputSpec) -> dict:
+    """A pair output's manifest names its ``on_pair_collapse`` too; no other does."""
+    if config.files_of(out)[0].pairs is None:
+        return {}
+    return {"on_pair_collapse": config.policies.on_pair_collapse}
+
+
 def output_chat(out: OutputSpec) -> Optional[dict]:
     """A chat output's layout for its manifest and ``length_field.json``; None otherwise."""
     if not out.roles:
@@ -418,6 +425,7 @@ def manifest(config: BuildConfig, out: OutputSpec, oplan, tok, digests: Optional
             "on_overflow": config.policies.on_overflow,
             "on_template_unk": config.policies.on_template_unk,
             "on_bad_record": config.policies.on_bad_record,
+            **_pair_policy(config, out),
         },
     }
     if digests is not None:
@@ -459,6 +467,7 @@ def resolved_config(config: BuildConfig, out: OutputSpec) -> dict:
             "on_overflow": config.policies.on_overflow,
             "on_template_unk": config.policies.on_template_unk,
             "on_bad_record": config.policies.on_bad_record,
+            **_pair_policy(config, out),
         },
     }
     if config.index_layout != IndexLayout.FILE:

@@ -40,7 +40,7 @@ from mintdim_beam.errors import job_messages as J
 from mintdim_beam.cli import flags
 from mintdim_beam.storage import clients
 from mintdim_beam.launch.api import job_file_error, demo_job, load_job_file
-from mintdim_beam.core.config import (BAD_RECORD_POLICIES, DEFAULT_BLOCK_SIZE, DEFAULT_INDEX_LAYOUT, INDEX_LAYOUTS,
+from mintdim_beam.core.config import (BAD_RECORD_POLICIES, PAIR_COLLAPSE_POLICIES, DEFAULT_BLOCK_SIZE, DEFAULT_INDEX_LAYOUT, INDEX_LAYOUTS,
                                       OVERFLOW_POLICIES, TEMPLATE_UNK_POLICIES, JobSpec, Policies, check_build_id,
                                       resolve, run_settings)
 
@@ -56,8 +56,8 @@ Any other flag is a usage error."""
 
 
 def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
-    for name in ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "index_layout",
-                 "max_bad_records", "max_unk_fraction", "keep"):
+    for name in ("on_overflow", "on_template_unk", "on_bad_record", "on_pair_collapse", "block_size",
+                 "index_layout", "max_bad_records", "max_unk_fraction", "keep"):
         value = getattr(args, name, None)
         if value is not None:
             run[name] = value
@@ -73,7 +73,8 @@ def _build(spec: JobSpec, run: dict, args, beam_args: Sequence[str]) -> int:
     if getattr(args, "no_accelerators", False):
         run["accelerators"] = False
     policies = Policies(on_overflow=run.get("on_overflow"), on_template_unk=run.get("on_template_unk"),
-                        on_bad_record=run.get("on_bad_record"))      # None: the default
+                        on_bad_record=run.get("on_bad_record"),
+                        on_pair_collapse=run.get("on_pair_collapse"))    # None: the default
     config = resolve(spec, policies, run.get("block_size"), run["accelerators"], run["index_layout"], run["limits"])
     from mintdim_beam.launch.launcher import launch
     from mintdim_beam.launch.versioned import launch_versioned  # imports Beam; after logging is configured
@@ -116,6 +117,10 @@ def _policy_flags(parser: argparse.ArgumentParser, run: Optional[dict] = None) -
                         help="a line that is not a valid record: stop, or skip it and list it in "
                              "bad_record_index.jsonl (default: "
                              + default("on_bad_record", defaults.on_bad_record) + ")")
+    parser.add_argument("--on-pair-collapse", dest="on_pair_collapse", choices=list(PAIR_COLLAPSE_POLICIES),
+                        help="a preference pair whose chosen and rejected records are the same tokens once "
+                             "written: stop, or leave it out with overflow_index rows (action collapsed) "
+                             "(default: " + default("on_pair_collapse", defaults.on_pair_collapse) + ")")
     parser.add_argument("--block-size", dest="block_size", type=_int_or_text, metavar="BYTES",
                         help="input bytes per unit of work; never changes the output "
                              "(default: " + default("block_size", DEFAULT_BLOCK_SIZE) + ")")

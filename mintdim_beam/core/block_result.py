@@ -24,6 +24,7 @@ BAD = 1           # bad record (skip policy): bad_record_index only
 OVF_SKIP = 2      # overflow dropped by the skip policy
 OVF_TRUNCATE = 3  # overflow truncated into max(sizes)
 OVF_EXTEND = 4    # overflow waiting for its extended unit
+PAIR_COLLAPSED = 5   # a preference pair left out: its records were the same tokens (on_pair_collapse=skip)
 
 #: The name ending of a whole block spill (one being written has a temporary name).
 SPILL_SUFFIX = ".spill"

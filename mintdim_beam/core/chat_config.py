@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
+from typing import Optional
 
 from mintdim_beam import errors
 from mintdim_beam.errors import chat_messages as J
@@ -76,12 +77,15 @@ def chat_specs(job, n: int) -> list:
     unknown = [k for k in chat if k not in CHAT_KEYS]
     if unknown:
         raise _chat_error(J.CHAT_UNKNOWN_KEY.format(key=unknown[0], hint=_did_you_mean(unknown[0])))
-    missing = [f"source.chat.{k}" for k in ("field", "templates", "max_messages") if chat.get(k) is None]
+    # A pair's conversations are its fields' (source.pairs): no field of its own.
+    needed = ("templates", "max_messages") if job.pairs is not None else ("field", "templates", "max_messages")
+    missing = [f"source.chat.{k}" for k in needed if chat.get(k) is None]
     if missing:
         raise errors.PipelineValidationError(missing=missing)
     per_file = {}
+    defaults = dict(CHAT_DEFAULTS, field="(pairs)") if job.pairs is not None else CHAT_DEFAULTS
     for key in CHAT_KEYS:
-        value = chat.get(key, CHAT_DEFAULTS.get(key))
+        value = chat.get(key, defaults.get(key))
         one = dict if key == "templates" else (int if key == "max_messages" else str)
         values = [value] if isinstance(value, one) and not isinstance(value, bool) else value
         if not isinstance(values, (list, tuple)) or not values:
@@ -113,4 +117,66 @@ def chat_specs(job, n: int) -> list:
                                                              problem=str(exc))) from None
         specs.append(ChatSpec(per_file["field"][i], per_file["role_key"][i], per_file["content_key"][i],
                               tuple(roles), most))
+    return specs
+
+
+# --------------------------------------------------------------------------- preference pairs
+
+#: The keys of a ``pairs`` declaration: the fields holding the shared prompt (optional)
+#: and the two completions.
+PAIR_KEYS = ("prompt", "chosen", "rejected")
+#: The placeholders of a string pair's template: the prompt (when declared) and the
+#: completion, chosen in one record and rejected in the other.
+PAIR_PROMPT, PAIR_COMPLETION = "prompt", "completion"
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """A preference-pair source's fields for one file (DESIGN.md §9)."""
+
+    prompt: Optional[str]
+    chosen: str
+    rejected: str
+
+    def describe(self) -> dict:
+        return {"prompt": self.prompt, "chosen": self.chosen, "rejected": self.rejected}
+
+    def template_fields(self) -> tuple:
+        """The placeholders a string pair's template holds, in the order they are checked."""
+        return (PAIR_PROMPT, PAIR_COMPLETION) if self.prompt is not None else (PAIR_COMPLETION,)
+
+
+def pair_specs(job, n: int, on_overflow: str) -> list:
+    """One :class:`PairSpec` per input file from ``job.pairs``: each key one field name for
+    every file, or a list of one per file."""
+    pairs = job.pairs
+    if not isinstance(pairs, dict):
+        raise _chat_error(J.PAIRS_NOT_MAPPING.format(type_name=type(pairs).__name__), J.PAIRS_RULE)
+    unknown = [k for k in pairs if k not in PAIR_KEYS]
+    if unknown:
+        raise _chat_error(J.PAIRS_UNKNOWN_KEY.format(key=unknown[0]), J.PAIRS_RULE)
+    missing = [f"source.pairs.{k}" for k in ("chosen", "rejected") if pairs.get(k) is None]
+    if missing:
+        raise errors.PipelineValidationError(missing=missing)
+    if job.fields is not None:
+        raise _chat_error(J.PAIRS_AND_FIELDS, J.PAIRS_RULE)
+    if on_overflow == "extend":
+        raise _chat_error(J.PAIRS_EXTEND, J.PAIRS_RULE)
+    per_file = {}
+    for key in PAIR_KEYS:
+        value = pairs.get(key)
+        values = [value] if value is None or isinstance(value, str) else value
+        if not isinstance(values, (list, tuple)) or not values or not all(
+                v is None and key == "prompt" or isinstance(v, str) and v for v in values):
+            raise _chat_error(J.PAIRS_VALUE.format(key=key, value=value), J.PAIRS_RULE)
+        if len(values) not in (1, n):
+            raise _chat_error(J.CHAT_ARITY.format(key=f"pairs.{key}", got=len(values), files=n), J.PAIRS_RULE)
+        per_file[key] = list(values) * n if len(values) == 1 else list(values)
+    specs = []
+    for i in range(n):
+        spec = PairSpec(per_file["prompt"][i], per_file["chosen"][i], per_file["rejected"][i])
+        named = [k for k in (spec.prompt, spec.chosen, spec.rejected) if k is not None]
+        if len(set(named)) != len(named):
+            raise _chat_error(J.PAIRS_SAME_FIELD.format(fields=named), J.PAIRS_RULE)
+        specs.append(spec)
     return specs

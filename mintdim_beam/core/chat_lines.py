@@ -24,8 +24,10 @@ from mintdim_beam import errors
 from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.config import FileSpec, Policies
 from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, ParsedSlice, load_object
+from mintdim_beam.errors import chat_messages as C
 from mintdim_beam.errors.bilingual import Text
-from mintdim_beam.format.chat import ABSENT, PARTS_PER_MESSAGE, ROLES_KEY, render_messages, segment_name
+from mintdim_beam.format.chat import (ABSENT, PARTS_PER_MESSAGE, ROLES_KEY, json_type_name, render_messages,
+                                      segment_name)
 from mintdim_beam.format.shard_format import ragged_gather_index
 from mintdim_beam.tokenization.unk_rows import CharColumn
 
@@ -106,19 +108,27 @@ class ChatLineParser:
 
     def _render(self, local_line: int, obj: dict):
         """``(slot texts, role codes, empty content names)`` of one conversation, or its error."""
-        chat = self.chat
-        field = chat.field
-
-        def problem(text):
-            return errors.SampleSchemaError.chat(self.spec.path, local_line, field, text)
-
+        field = self.chat.field
         if field not in obj:
             return errors.SampleSchemaError(file=self.spec.path, line=local_line, declared=[field],
                                             missing=[field], available=list(obj.keys()))
-        rendered = render_messages(obj[field], chat.role_key, chat.content_key, self.code, self.prefix,
+        messages = obj[field]
+        if not isinstance(messages, list):
+            return self.problem(local_line, field,
+                                C.CHAT_NOT_LIST.format(field=field, type_name=json_type_name(messages)))
+        return self.render_messages(local_line, messages, field)
+
+    def problem(self, local_line: int, field: str, text) -> errors.SampleSchemaError:
+        return errors.SampleSchemaError.chat(self.spec.path, local_line, field, text)
+
+    def render_messages(self, local_line: int, messages: list, field: str):
+        """:meth:`_render` of a list of messages (``field`` names where they come from),
+        by ``format.chat.render_messages``, which ``verify --tokenizer`` renders with too."""
+        chat = self.chat
+        rendered = render_messages(messages, chat.role_key, chat.content_key, self.code, self.prefix,
                                    self.suffix, chat.max_messages, field)
         if isinstance(rendered, Text):
-            return problem(rendered)
+            return self.problem(local_line, field, rendered)
         vals, codes, empty = rendered
         return vals, codes, [self.content_names[i] for i in empty]
 

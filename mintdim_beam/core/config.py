@@ -22,7 +22,7 @@ from mintdim_beam import errors
 from mintdim_beam.errors import build_messages as M
 from mintdim_beam.errors import job_messages as J
 from mintdim_beam.errors.bilingual import Text, number
-from mintdim_beam.core.chat_config import ChatSpec, chat_specs, describe_chat_templates
+from mintdim_beam.core.chat_config import ChatSpec, PairSpec, chat_specs, describe_chat_templates, pair_specs
 from mintdim_beam.format.chat import chat_sequence_template
 from mintdim_beam.format.template import Segment, TemplateSyntaxError, parse_template, placeholders, sequence_template
 from mintdim_beam.tokenization.adapters import HF_JSON, SENTENCEPIECE, check_kind_of_path
@@ -31,6 +31,7 @@ from mintdim_beam.format.names import LATEST, IndexLayout, is_build_id
 OVERFLOW_POLICIES = ("abort", "truncate", "skip", "extend")
 TEMPLATE_UNK_POLICIES = ("abort", "continue", "prompt")
 BAD_RECORD_POLICIES = ("abort", "skip")
+PAIR_COLLAPSE_POLICIES = ("abort", "skip")
 #: How the per-block index files are published: ``file`` (one file each, the parts
 #: concatenated at finalize) or ``parts`` (``<index>/part-NNNNN.jsonl``, one per block).
 INDEX_LAYOUTS = tuple(layout.value for layout in IndexLayout)
@@ -59,12 +60,12 @@ MAX_SAMPLES_PER_SHARD = (1 << 31) - 1
 
 #: Keys of each job-file section (the fluent API's arguments plus the ``run`` options).
 JOB_SECTIONS = {
-    "source": ("files", "fields", "templates", "chat"),
+    "source": ("files", "fields", "templates", "chat", "pairs"),
     "tokenizer": ("type", "files", SENTENCEPIECE, HF_JSON),
     "units": ("sizes", "build_batch"),
     "output": ("dir", "samples_per_shard"),
     "run": ("on_overflow", "on_template_unk", "on_bad_record", "block_size", "versioned", "skip_unchanged",
-            "accelerators", "index_layout", "max_bad_records", "max_unk_fraction", "keep"),
+            "accelerators", "index_layout", "max_bad_records", "max_unk_fraction", "keep", "on_pair_collapse"),
 }
 RUN_FLAGS = ("versioned", "skip_unchanged")
 
@@ -85,6 +86,8 @@ class JobSpec:
     samples_per_shard: Any = None
     #: A chat source (``chat_config``): its keys, each one value or one per file.
     chat: Any = None
+    #: A preference-pair source (``chat_config.pair_specs``): prompt, chosen, rejected.
+    pairs: Any = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class Policies:
     on_overflow: str = "abort"
     on_template_unk: str = "prompt"
     on_bad_record: str = "abort"
+    #: A preference pair whose two records are the same tokens once written.
+    on_pair_collapse: str = "abort"
 
     def __post_init__(self):
         for f in dataclass_fields(self):
@@ -104,6 +109,7 @@ class Policies:
             ("on_overflow", OVERFLOW_POLICIES),
             ("on_template_unk", TEMPLATE_UNK_POLICIES),
             ("on_bad_record", BAD_RECORD_POLICIES),
+            ("on_pair_collapse", PAIR_COLLAPSE_POLICIES),
         ):
             value = getattr(self, name)
             if value not in allowed:
@@ -146,7 +152,8 @@ def _limit_error(problem: Text, rule: Text):
 
 
 #: The policies a length count (``plan JOB``) runs under: it counts every sample, asks nothing.
-COUNTING_POLICIES = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip")
+COUNTING_POLICIES = Policies(on_overflow="skip", on_template_unk="continue", on_bad_record="skip",
+                             on_pair_collapse="skip")
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,7 @@ class FileSpec:
     output: int
     samples_per_shard: int
     chat: Optional[ChatSpec] = None
+    pairs: Optional[PairSpec] = None
 
     @property
     def sequence_template(self) -> tuple[str, ...]:
@@ -241,8 +249,10 @@ def _broadcast(values: list, n: int, error) -> list:
 
 def _missing(job: JobSpec) -> list[str]:
     checks = [("source.files", job.files)]
-    if job.chat is None:
+    if job.chat is None and job.pairs is None:
         checks += [("source.fields", job.fields), ("source.templates", job.templates)]
+    elif job.chat is None:
+        checks += [("source.templates", job.templates)]
     checks += [
         ("tokenizer", job.tokenizer_files if job.tokenizer_kind else None),
         ("units.sizes", job.sizes),
@@ -292,9 +302,13 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
         raise errors.PipelineValidationError(missing=missing)
 
     _check_list("source.files", job.files, lambda x: isinstance(x, str) and x, J.NON_EMPTY_PATHS)
-    chats = None
+    chats = pairs = None
+    if job.pairs is not None:
+        pairs = pair_specs(job, len(job.files), policies.on_overflow)
     if job.chat is not None:
         chats = chat_specs(job, len(job.files))
+    elif pairs is not None:
+        _check_list("source.templates", job.templates, lambda x: isinstance(x, str), J.TEMPLATE_STRINGS)
     else:
         _check_list("source.fields", job.fields,
                     lambda x: isinstance(x, (list, tuple)) and all(isinstance(f, str) for f in x), J.FIELD_NAME_LISTS)
@@ -321,7 +335,10 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
         raise errors.SamplesPerShardError(problem.en, problem.vi)
 
     n = len(job.files)
-    if chats is None:
+    if chats is None and pairs is not None:
+        fields = [p.template_fields() for p in pairs]   # a string pair's template: {prompt}, {completion}
+        templates = _broadcast(list(job.templates), n, errors.TemplateMappingError(files=n, got=len(job.templates)))
+    elif chats is None:
         fields = _broadcast(list(job.fields), n, errors.FieldMappingError(files=n, got=len(job.fields)))
         templates = _broadcast(list(job.templates), n, errors.TemplateMappingError(files=n, got=len(job.templates)))
     else:
@@ -387,6 +404,7 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
                 output=out_keys[key],
                 samples_per_shard=sps[i],
                 chat=None if chats is None else chats[i],
+                pairs=None if pairs is None else pairs[i],
             )
         )
 
@@ -396,9 +414,9 @@ def resolve(job: JobSpec, policies: Policies | None = None, block_size: int | No
         members = [f for f in file_specs if f.output == o]
         first = members[0]
         for other in members[1:]:
-            if (first.chat is None) != (other.chat is None):
+            if (first.chat is None, first.pairs is None) != (other.chat is None, other.pairs is None):
                 raise errors.OutputMappingError.inconsistent(
-                    directory=out_path, files=[first.path, other.path], differs="source kind (chat, jsonl)")
+                    directory=out_path, files=[first.path, other.path], differs="source kind (chat, pairs, jsonl)")
             for name, a, b in (
                 ("sequence_template", first.sequence_template, other.sequence_template),
                 ("sizes", first.sizes, other.sizes),
@@ -478,13 +496,16 @@ def _parse_checked(path: str, fields: list[str], template: str) -> tuple[Segment
 def describe_sources(config: BuildConfig, output: OutputSpec) -> dict:
     """``source`` block of manifest.json for one output."""
     files = config.files_of(output)
+    found = {"files": [f.path for f in files]}
     if files[0].chat is not None:
-        return {"files": [f.path for f in files], "chat": [f.chat.describe() for f in files]}
-    return {
-        "files": [f.path for f in files],
-        "fields": [list(f.fields) for f in files],
-        "templates": [f.template for f in files],
-    }
+        found["chat"] = [f.chat.describe() for f in files]
+    else:
+        if files[0].pairs is None:
+            found["fields"] = [list(f.fields) for f in files]
+        found["templates"] = [f.template for f in files]
+    if files[0].pairs is not None:
+        found["pairs"] = [f.pairs.describe() for f in files]
+    return found
 
 
 # --------------------------------------------------------------------------- job files and run options
@@ -536,7 +557,7 @@ def run_settings(run: dict) -> dict:
             raise _job_error(J.RUN_FLAG_NOT_BOOL.format(name=name, value=value))
         checked[name] = value
     for name, allowed in (("on_overflow", OVERFLOW_POLICIES), ("on_template_unk", TEMPLATE_UNK_POLICIES),
-                          ("on_bad_record", BAD_RECORD_POLICIES)):
+                          ("on_bad_record", BAD_RECORD_POLICIES), ("on_pair_collapse", PAIR_COLLAPSE_POLICIES)):
         value = checked.get(name)
         if value is not None and value not in allowed:
             problem = J.ONE_OF.format(name=f"run.{name}", choices=", ".join(allowed), value=value)

@@ -14,10 +14,11 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, BlockResult
+from mintdim_beam.core.block_result import BAD, OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, PAIR_COLLAPSED, BlockResult
 from mintdim_beam.core.plan import BlockPlan, OutputPlan
 from mintdim_beam.tokenization.unk_rows import json_string
 from mintdim_beam.format import names
+from mintdim_beam.format.chat import COLLAPSED, PAIR_ID_KEY, PAIR_ROLE_KEY, PARTS_PER_MESSAGE, ROLES_KEY
 
 
 
@@ -29,7 +30,7 @@ def dumps_file(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
-_OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend"}
+_OVERFLOW_ACTION = {OVF_SKIP: "skip", OVF_TRUNCATE: "truncate", OVF_EXTEND: "extend", PAIR_COLLAPSED: COLLAPSED}
 
 #: Where the rows' Arrow buffers come from: the system allocator, not Arrow's default
 #: pool (mimalloc), which keeps freed buffers for reuse. Generated corpus, T5, two
@@ -110,7 +111,7 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
     status = meta.status
     base = plan.sample_offset
     lines = meta.local_line.astype(np.int64) + (plan.line_offset + 1)
-    indexed = np.nonzero((status != BAD) & (status != OVF_SKIP))[0]   # rows of sample_index
+    indexed = np.nonzero((status != BAD) & (status != OVF_SKIP) & (status != PAIR_COLLAPSED))[0]   # sample_index rows
 
     # Unit and rank of every indexed sample: declared units count records in sample
     # order from the block's first rank; extended samples have theirs in the plan.
@@ -147,12 +148,22 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
         at = {int(s): k for k, s in enumerate(indexed.tolist())}
         for s, row in meta.extra.items():
             if s in at:
-                extra[at[s]] = "".join(
-                    "," + json.dumps(key) + ":" + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-                    for key, value in row.items())
+                extra[at[s]] = _extra_keys(row, base + s)
     return {"indexed": indexed, "ids": indexed + base, "digests": meta.digests[indexed],
             "token_count": meta.token_count[indexed], "units": units, "ranks": ranks, "lines": lines[indexed],
             "all_lines": lines, "extended": extended, "empty": empty, "extra": extra}
+
+
+def _extra_keys(row: dict, sample_id: int) -> str:
+    """A row's extra keys as JSON text after the spec's. A pair record's ``pair_id``,
+    before its ``pair_role``, is its chosen record's sample id halved (``pair_lines``:
+    each line of a pair source is two consecutive samples)."""
+    text = []
+    for key, value in row.items():
+        if key == PAIR_ROLE_KEY:
+            text.append(f',"{PAIR_ID_KEY}":{sample_id // 2}')
+        text.append("," + json.dumps(key) + ":" + json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return "".join(text)
 
 
 def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, columns: dict,
@@ -197,7 +208,8 @@ def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, 
         if len(unk):
             starts = np.flatnonzero(np.r_[True, unk.sample[1:] != unk.sample[:-1]])
             owner = unk.sample[starts]
-            parts = _unk_parts(unk, starts)
+            chat = any(ROLES_KEY in row for row in meta.extra.values())
+            parts = _unk_parts(unk, starts, _chat_unk_tails(unk, starts, meta.extra) if chat else None)
         if len(unk.rendered_sample):
             owner = np.concatenate([owner, unk.rendered_sample])
             order = np.argsort(owner, kind="stable")
@@ -285,18 +297,35 @@ def _join_rows(n: int, pieces: tuple):
     return memoryview(rows.buffers()[2].slice(start, end - start)).cast("B")   # Arrow's is "b"
 
 
-def _unk_parts(unk, starts: np.ndarray) -> pa.Array:
+def _unk_parts(unk, starts: np.ndarray, tails: Optional[list] = None) -> pa.Array:
     """The UNK part (``unk_rows.UNK_PART``) of each column-entry sample, whose tokens are
     the entries ``starts[k]`` up to the next start: every item's text (decimal digits,
-    JSON string) is made by Arrow over a whole column and joined per sample in C++."""
+    JSON string) is made by Arrow over a whole column and joined per sample in C++.
+    ``tails``: extra keys after the spec's, a text per sample (a conversation's)."""
     offsets = pa.array(np.r_[starts, len(unk)].astype(np.int64), memory_pool=_POOL)
 
     def runs(items: pa.Array, sep: str) -> pa.Array:
         return _join_lists(offsets, items, sep)
 
+    end = ('"]}\n',) if tails is None else ('"]', _strings(tails), "}\n")
     return _join(('"unk_count":', _ints_text(np.diff(np.r_[starts, len(unk)])), ',"unk_positions":[',
                   runs(_ints_text(unk.position), ","), '],"unk_field_indices":[', runs(_ints_text(unk.segment), ","),
-                  '],"unk_chars":["', runs(_json_items(unk.chars), '","'), '"]}\n'))
+                  '],"unk_chars":["', runs(_json_items(unk.chars), '","'), *end))
+
+
+def _chat_unk_tails(unk, starts: np.ndarray, extra: dict) -> list:
+    """A conversation's UNK row names each UNK token's message and its role (the
+    message slot of its segment, ``format.chat``), after the spec's keys."""
+    tails = []
+    bounds = np.r_[starts, len(unk)].tolist()
+    for k in range(len(starts)):
+        a, b = bounds[k], bounds[k + 1]
+        messages = (unk.segment[a:b] // PARTS_PER_MESSAGE).tolist()
+        roles = extra.get(int(unk.sample[a]), {}).get(ROLES_KEY, [])
+        tails.append(',"unk_messages":' + json.dumps(messages, separators=(",", ":")) + ',"unk_roles":'
+                     + json.dumps([roles[m] if m < len(roles) else None for m in messages], ensure_ascii=False,
+                                  separators=(",", ":")))
+    return tails
 
 
 def _json_items(chars) -> pa.Array:

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from mintdim_beam import errors
-from mintdim_beam.core.block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE
+from mintdim_beam.core.block_result import OK, OVF_EXTEND, OVF_SKIP, OVF_TRUNCATE, PAIR_COLLAPSED
 from mintdim_beam.core.config import MAX_UNIT_SIZE, FileSpec, Policies
 from mintdim_beam.core.repeat_cache import RepeatCache, add_repeats, remember
 from mintdim_beam.format.chat import CUT_KEY, PARTS_PER_MESSAGE
@@ -149,8 +149,10 @@ class SliceLayout:
             seg_tokens[j] = toks
             seg_offsets[j] = np.zeros(G, np.int64)
         counts = lengths.sum(axis=1)
+        # A pair's two records (adjacent: pair_lines) go to the unit that fits the longer.
+        fits = counts if self.spec.pairs is None or not G else np.repeat(counts.reshape(-1, 2).max(axis=1), 2)
 
-        idx = np.searchsorted(self.sizes, counts, side="left")
+        idx = np.searchsorted(self.sizes, fits, side="left")
         over = idx >= len(self.sizes)
         unit = np.where(over, 0, self.sizes[np.minimum(idx, len(self.sizes) - 1)])
         written = lengths
@@ -162,7 +164,7 @@ class SliceLayout:
                 i = good[first]
                 err = errors.UnitOverflowError(
                     file=self.spec.path, line=local_lines[i],
-                    token_count=int(counts[first]), max_unit_size=self.max_size,
+                    token_count=int(fits[first]), max_unit_size=self.max_size,
                 )
                 if first_error is None or base + i < first_error[0]:
                     first_error = (base + i, local_lines[i], err)
@@ -197,8 +199,6 @@ class SliceLayout:
         if self.spec.chat is not None and policy == "truncate" and over.any():
             ovf_extra = cut_messages(base, good, over, lengths, written)
 
-        unk = self._find_unk(good, base, written, gstatus, unk_owner, unk_local, unk_chars)
-
         # Every unit of the batch in one pass; batch-sized arrays stay in cache.
         placed = np.nonzero((gstatus == OK) | (gstatus == OVF_TRUNCATE))[0]
         src_starts = np.zeros((len(placed), self.n), np.int64)
@@ -215,6 +215,10 @@ class SliceLayout:
                 src_starts[:, j] = len(source) - len(self._literal_source) + at
         records = layout_units(unit[placed], written[placed], src_starts, source,
                                self.storage.magic, tok.pad_id, self.storage.numpy_dtype)
+        if self.spec.pairs is not None and len(placed):
+            records, first_error = self._collapsed(records, placed, unit, gstatus, good, base, local_lines,
+                                                   first_error)
+        unk = self._find_unk(good, base, written, gstatus, unk_owner, unk_local, unk_chars)
         ext = np.nonzero(gstatus == OVF_EXTEND)[0]
         ovf_tokens = np.zeros(0, np.int64)
         if len(ext):
@@ -256,6 +260,35 @@ class SliceLayout:
             "ovf_extra": ovf_extra,
         }
 
+    def _collapsed(self, records: dict, placed, unit, gstatus, good, base, local_lines, first_error) -> tuple:
+        """Pairs whose two records are the same tokens once written (DESIGN.md §9): left
+        out as ``PAIR_COLLAPSED`` (``on_pair_collapse: skip``), or the build's error.
+        A pair's records are adjacent rows of its unit's records (one unit, sample order)."""
+        n = self.n
+        for size in list(records):
+            rows = records[size]
+            members = placed[unit[placed] == size]
+            first, second = rows[0::2], rows[1::2]
+            same = ((first[:, 1 + n:] == second[:, 1 + n:]).all(axis=1)
+                    & (first[:, 1:1 + n].astype(np.int64).sum(axis=1) == second[:, 1:1 + n].astype(np.int64).sum(axis=1)))
+            if not same.any():
+                continue
+            pairs = np.flatnonzero(same)
+            if self.policies.on_pair_collapse == "abort":
+                g = int(members[2 * pairs[0]])
+                i = good[g]
+                err = errors.PairCollapseError(self.spec.path, local_lines[i],
+                                               int(first[pairs[0], 1:1 + n].astype(np.int64).sum()), int(size))
+                if first_error is None or base + i < first_error[0]:
+                    first_error = (base + i, local_lines[i], err)
+                continue
+            gone = np.concatenate([2 * pairs, 2 * pairs + 1])
+            gstatus[members[gone]] = PAIR_COLLAPSED
+            records[size] = np.delete(rows, gone, axis=0)
+            if not len(records[size]):
+                del records[size]
+        return records, first_error
+
     def _written_fields(self, flat, written, src_starts) -> tuple:
         """``(source, src_starts)`` with only the field tokens that ``written`` lays out,
         in sample and field-slot order."""
@@ -295,7 +328,7 @@ class SliceLayout:
         if len(owner):
             r = owner % G
             j = self._field_slot_array[owner // G]
-            keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
+            keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP) & (gstatus[r] != PAIR_COLLAPSED)
             if keep.all():
                 chars.append(hit_chars)
             else:
@@ -309,7 +342,7 @@ class SliceLayout:
             r = np.repeat(np.arange(G), len(lit_local))
             local = np.tile(lit_local, G)
             rank = np.tile(np.arange(len(lit_local)), G)
-            keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP)
+            keep = (local < written[r, j]) & (gstatus[r] != OVF_SKIP) & (gstatus[r] != PAIR_COLLAPSED)
             rows.append(r[keep])
             segs.append(np.full(int(keep.sum()), j, np.int64))
             locs.append(local[keep])

@@ -27,6 +27,7 @@ import numpy as np
 
 from mintdim_beam.core.block_result import BlockResult, merge_slices
 from mintdim_beam.core.chat_lines import ChatLineParser, RoleTable
+from mintdim_beam.core.pair_lines import PairLineParser
 from mintdim_beam.core.config import MAX_UNIT_SIZE, FileSpec, Policies
 from mintdim_beam.core.record_layout import Batch, SliceLayout
 from mintdim_beam.core.repeat_cache import RepeatCache
@@ -95,6 +96,9 @@ class BlockEncoder:
             self._lines = ChatLineParser(spec, policies, roles)
         else:
             self._lines = LineParser(spec, policies, {j: c.text for j, c in self._layout.constants.items()})
+        if spec.pairs is not None:
+            # Two samples a line, rendered by the line parser above (pair_lines).
+            self._lines = PairLineParser(spec, policies, self._lines)
         self._slot_field = self._layout.slot_field
         # An empty text is encoded once here: when it has no tokens (every model we
         # know), empty field values skip the tokenizer and the text cache.
@@ -186,8 +190,9 @@ class BlockEncoder:
         S, hashes, good, values = parsed.size, parsed.hashes, parsed.good, parsed.values
         digests = np.frombuffer(b"".join(hashes), np.uint8).reshape(S, 32)
         repeats, store = [], set()
-        if values and self._chat is None:
-            # (A conversation's record depends on its roles as well as its text: no repeats.)
+        if values and self._chat is None and self.spec.pairs is None:
+            # (A conversation's record depends on its roles as well as its text, a pair's
+            # record on its partner's: no repeats.)
             good, values, repeats, store = self._repeats.split(good, values, hashes)
         texts: list = []
         if values:

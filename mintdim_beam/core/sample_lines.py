@@ -132,6 +132,10 @@ class LineParser:
         # literal's UTF-8 bytes.
         self._parts = [position[s.text] if s.is_field else t.encode("utf-8") for s, t in zip(segments, texts)]
 
+    def digest(self, vals: tuple) -> bytes:
+        """sha256 of the sample that ``vals`` (declared field order) render."""
+        return self._digest(vals)
+
     def _digest(self, vals: tuple) -> bytes:
         """sha256 of the rendered sample's UTF-8 bytes (``UnicodeEncodeError`` for a lone
         surrogate). A huge sample is hashed part by part, so that neither its rendered

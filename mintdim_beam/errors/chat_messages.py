@@ -72,3 +72,53 @@ CHAT_ROLE_UNKNOWN = Text("message {index}: role {role!r} has no template (roles:
                          "message {index}: role {role!r} không có template (các role: {roles})")
 CHAT_CONTENT_TYPE = Text("message {index}: content must be a string, got {type_name}",
                          "message {index}: content phải là string, hiện tại là {type_name}")
+
+# ---------------------------------------------------------------------------
+# Preference pairs (core.chat_config, core.pair_lines)
+# ---------------------------------------------------------------------------
+
+PAIRS_RULE = Text(
+    "source.pairs: prompt (optional), chosen, rejected: the fields of a line holding the shared prompt and the "
+    "two completions, each one name or a list of one per file; with templates holding {completion} (and "
+    "{prompt} when declared), or with chat (the fields hold lists of messages); on_overflow abort, truncate "
+    "or skip",
+    "source.pairs: prompt (không bắt buộc), chosen, rejected: các field của một dòng chứa prompt chung và "
+    "hai completion, mỗi key một tên hoặc một list mỗi file một tên; kèm templates có {completion} (và "
+    "{prompt} khi có khai báo), hoặc kèm chat (các field chứa list message); on_overflow abort, truncate "
+    "hoặc skip",
+)
+PAIRS_NOT_MAPPING = Text("source.pairs must be a mapping, got {type_name}",
+                         "source.pairs phải là một mapping, hiện tại là {type_name}")
+PAIRS_UNKNOWN_KEY = Text("unknown key {key!r} in source.pairs", "key không xác định {key!r} trong source.pairs")
+PAIRS_VALUE = Text("source.pairs.{key} has an unusable value {value!r}",
+                   "source.pairs.{key} có giá trị không dùng được {value!r}")
+PAIRS_AND_FIELDS = Text(
+    "source declares both pairs and fields: a pair source's fields are its prompt, chosen and rejected",
+    "source khai báo cả pairs lẫn fields: field của một source cặp là prompt, chosen và rejected của nó",
+)
+PAIRS_SAME_FIELD = Text("source.pairs names one field twice: {fields}",
+                        "source.pairs đặt tên một field hai lần: {fields}")
+PAIRS_EXTEND = Text(
+    "on_overflow 'extend' cannot keep a pair's two records in one unit: use truncate or skip",
+    "on_overflow 'extend' không giữ được hai bản ghi của một cặp trong cùng một unit: hãy dùng truncate hoặc skip",
+)
+PAIR_NOT_MESSAGES = Text("field {field!r} must be a list of messages (or one message), got {type_name}",
+                         "field {field!r} phải là list các message (hoặc một message), hiện tại là {type_name}")
+
+# PairCollapseError: a pair whose two records are the same tokens once written.
+PAIR_COLLAPSED = Text(
+    "Preference pair has identical chosen and rejected records once written.",
+    "Cặp preference có bản ghi chosen và rejected giống hệt nhau khi ghi ra.",
+)
+PAIR_COLLAPSED_DETAIL = Text(
+    "Both records hold the same {tokens} tokens (after truncation to unit {unit} when the pair overflowed): a "
+    "trainer would learn nothing from the pair.",
+    "Cả hai bản ghi có cùng {tokens} token (sau khi cắt về unit {unit} nếu cặp bị tràn): trainer sẽ không học "
+    "được gì từ cặp này.",
+)
+PAIR_COLLAPSED_FIX = Text(
+    "Fix: set run.on_pair_collapse: skip to leave such pairs out (each gets an overflow_index row with action "
+    "'collapsed'), or use larger unit sizes.",
+    "Cách sửa: đặt run.on_pair_collapse: skip để bỏ các cặp như vậy (mỗi bản ghi có một dòng overflow_index với "
+    "action 'collapsed'), hoặc dùng unit size lớn hơn.",
+)

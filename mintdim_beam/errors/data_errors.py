@@ -226,6 +226,25 @@ class SampleSchemaError(MintDimError):
 
 
 
+class PairCollapseError(MintDimError):
+    """A preference pair whose chosen and rejected records are the same tokens once
+    written (identical completions, or both cut away by truncation), and
+    ``on_pair_collapse`` is "abort" (DESIGN.md §9: never written silently)."""
+
+    def __init__(self, file: str, line: int, tokens: int, unit: int) -> None:
+        facts = fact_dict(file=file, line=line, tokens=tokens, unit=unit)
+        english, vietnamese = self._render(
+            C.PAIR_COLLAPSED,
+            [
+                B.labeled(M.FILE, facts["file"]),
+                B.labeled(M.LINE, facts["line"]),
+                C.PAIR_COLLAPSED_DETAIL.format(tokens=facts["tokens"], unit=facts["unit"]),
+                C.PAIR_COLLAPSED_FIX,
+            ],
+        )
+        super().__init__(english, vietnamese, facts)
+
+
 class UnitOverflowError(MintDimError):
     """A sample has more tokens than the largest unit and the overflow policy is "abort".
 

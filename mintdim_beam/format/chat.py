@@ -102,6 +102,18 @@ def chat_layout(max_messages: int, roles: Sequence[str]) -> dict:
             "roles_key": ROLES_KEY}
 
 
+#: A preference pair's records (DESIGN.md §9), in record order, and the keys of their
+#: ``sample_index`` rows: ``pair_id`` (the pair's ordinal: its chosen record's sample id
+#: halved), ``pair_role`` (chosen or rejected) and, for conversations, how many of the
+#: messages are the shared prompt's.
+PAIR_ROLES = ("chosen", "rejected")
+PAIR_ID_KEY = "pair_id"
+PAIR_ROLE_KEY = "pair_role"
+PROMPT_MESSAGES_KEY = "prompt_messages"
+#: The ``action`` of the overflow rows of a pair left out because it collapsed.
+COLLAPSED = "collapsed"
+
+
 def json_type_name(value) -> str:
     """A JSON value's type as a message names it (``null``, ``number``, ``array``, ...)."""
     if value is None:

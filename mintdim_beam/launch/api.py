@@ -31,7 +31,20 @@ class _Source:
         """Declare JSONL inputs: ``fields[i]`` and ``templates[i]`` apply to ``files[i]``."""
         job = self._job._copy()
         job._spec.files, job._spec.fields, job._spec.templates = files, fields, templates
-        job._spec.chat = None
+        job._spec.chat = job._spec.pairs = None
+        return job
+
+    def pairs(self, files=None, prompt=None, chosen=None, rejected=None, templates=None, chat=None) -> "UnitBuildJob":
+        """Declare preference pairs (DESIGN.md §9): each line's ``chosen`` and ``rejected``
+        completions (field names; ``prompt`` the shared prompt's, optional) become two
+        records linked by ``pair_id``, in one unit, truncated alike. String fields take
+        ``templates`` with ``{completion}`` (and ``{prompt}``); conversations (lists of
+        messages) take ``chat`` (``source.chat``'s settings but ``field``)."""
+        job = self._job._copy()
+        job._spec.files, job._spec.fields, job._spec.templates = files, None, templates
+        job._spec.pairs = {key: value for key, value in (("prompt", prompt), ("chosen", chosen),
+                                                         ("rejected", rejected)) if value is not None}
+        job._spec.chat = chat
         return job
 
     def chat(self, files=None, field=None, templates=None, max_messages=None, role_key=None,
@@ -46,6 +59,7 @@ class _Source:
                     "role_key": role_key, "content_key": content_key}
         job._spec.files, job._spec.fields, job._spec.templates = files, None, None
         job._spec.chat = {key: value for key, value in declared.items() if value is not None}
+        job._spec.pairs = None
         return job
 
 
@@ -113,18 +127,18 @@ class UnitBuildJob:
 
     def config(self, on_overflow=None, on_template_unk=None, on_bad_record=None,
                block_size=None, accelerators=None, index_layout=None, max_bad_records=None,
-               max_unk_fraction=None):
+               max_unk_fraction=None, on_pair_collapse=None):
         """Validate the declaration and return the resolved ``BuildConfig``. A setting
         left None takes its default (``config.Policies``, ``config.Limits``,
         ``config.DEFAULT_*``)."""
         policies = Policies(on_overflow=on_overflow, on_template_unk=on_template_unk,
-                            on_bad_record=on_bad_record)
+                            on_bad_record=on_bad_record, on_pair_collapse=on_pair_collapse)
         return resolve(self._spec, policies, block_size, accelerators, index_layout,
                        Limits(max_bad_records, max_unk_fraction))
 
     def run(self, on_overflow=None, on_template_unk=None, on_bad_record=None,
             runner=None, options=None, block_size=None, echo=print, accelerators=None,
-            index_layout=None, quiet=False, max_bad_records=None, max_unk_fraction=None):
+            index_layout=None, quiet=False, max_bad_records=None, max_unk_fraction=None, on_pair_collapse=None):
         """Validate, build on ``runner`` (default: local FnApiRunner) and publish.
 
         ``options`` is a list of Beam flags or a ``PipelineOptions``. ``accelerators=False``
@@ -140,7 +154,7 @@ class UnitBuildJob:
         build. Returns a ``BuildResult``.
         """
         config = self.config(on_overflow, on_template_unk, on_bad_record, block_size, accelerators, index_layout,
-                             max_bad_records, max_unk_fraction)
+                             max_bad_records, max_unk_fraction, on_pair_collapse)
         from mintdim_beam.launch.quiet_logs import silenced
 
         with silenced(quiet):    # Beam's import logs a warning too
@@ -235,7 +249,7 @@ def load_job_file(path: str) -> tuple[JobSpec, dict]:
         raise errors.TokenizerValidationError.unsupported_format(tokenizer_type=kind)
     spec = JobSpec(
         files=source.get("files"), fields=source.get("fields"), templates=source.get("templates"),
-        chat=source.get("chat"),
+        chat=source.get("chat"), pairs=source.get("pairs"),
         tokenizer_kind=kind, tokenizer_files=tok_files,
         sizes=units.get("sizes"), build_batch=units.get("build_batch"),
         output_dirs=output.get("dir"), samples_per_shard=output.get("samples_per_shard"),

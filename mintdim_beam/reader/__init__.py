@@ -8,7 +8,7 @@ imported on first use, so importing one module of this layer loads only what it 
 
 _PUBLIC = {
     "open_output": "mintdim_beam.reader.dataset", "OutputReader": "mintdim_beam.reader.dataset",
-    "Sample": "mintdim_beam.reader.dataset",
+    "Sample": "mintdim_beam.reader.samples", "MessageTokens": "mintdim_beam.reader.samples",
     "CausalLMDataset": "mintdim_beam.reader.training", "UnitBatchSampler": "mintdim_beam.reader.training",
     "causal_lm_arrays": "mintdim_beam.reader.training", "segment_mask": "mintdim_beam.reader.training",
     "IGNORE_INDEX": "mintdim_beam.reader.training",

@@ -26,7 +26,7 @@ import numpy as np
 from mintdim_beam.errors import bilingual as B
 from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors.read_errors import ReaderError
-from mintdim_beam.format.chat import ROLES_KEY
+from mintdim_beam.format.chat import PAIR_ID_KEY, PAIR_ROLE_KEY, PAIR_ROLES, ROLES_KEY
 from mintdim_beam.format.names import SAMPLE_INDEX
 from mintdim_beam.format.names import SHARD_PATH
 
@@ -42,8 +42,6 @@ class IndexProblem(NamedTuple):
 _INT64_END = 1 << 63
 _ROW_INTS = ("sample_id", "token_count", "unit_size", "source_line", "shard_record")
 #: The keys of the optional columns, and what ``pair_role`` may say (its codes).
-PAIR_ID_KEY, PAIR_ROLE_KEY = "pair_id", "pair_role"
-PAIR_ROLES = ("chosen", "rejected")
 _OPTIONAL_KEYS = (ROLES_KEY, PAIR_ID_KEY, PAIR_ROLE_KEY)
 #: The most messages a row's ``roles`` may list (a chat output's ``max_messages`` bound).
 MAX_ROLES = 4096

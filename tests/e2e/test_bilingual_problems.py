@@ -144,10 +144,10 @@ def test_encode_threads_problem_is_translated(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-SECTIONS = ("source (fields, files, templates), tokenizer (files, hf_json, sentencepiece, type), "
+SECTIONS = ("source (chat, fields, files, pairs, templates), tokenizer (files, hf_json, sentencepiece, type), "
             "units (build_batch, sizes), output (dir, samples_per_shard), run (accelerators, block_size, "
-            "index_layout, keep, max_bad_records, max_unk_fraction, on_bad_record, on_overflow, on_template_unk, "
-            "skip_unchanged, versioned)")
+            "index_layout, keep, max_bad_records, max_unk_fraction, on_bad_record, on_overflow, on_pair_collapse, "
+            "on_template_unk, skip_unchanged, versioned)")
 
 
 @pytest.mark.parametrize("kind", ["directory", "binary", "unparsable", "build-id"])

@@ -161,7 +161,7 @@ def test_plan_compares_current_and_suggested_sizes_on_the_same_samples(tmp_path,
     assert lines[3].endswith(f" pad_tokens={current_pad} on the 25 samples that fit")
     assert lines[4].startswith("[plan] suggested sizes=")
     assert lines[4].endswith(f" pad_tokens={same_pad} on the same 25 samples (K=3)")
-    assert lines[5].startswith(f"[plan] padding ") and f": {current_pad - same_pad} fewer pad tokens" in lines[5]
+    assert lines[5].startswith("[plan] padding ") and f": {current_pad - same_pad} fewer pad tokens" in lines[5]
     last = [l for l in lines if l.startswith("[plan] suggested")][-1]
     assert last.endswith(f" pad_tokens={all_pad} on all 26 samples, none overflow (K=3)")
 
