@@ -338,27 +338,52 @@ def _rewrite_index(copy, text: str) -> None:
     (copy / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_pair_columns_are_read_and_exported(hf_chat, tmp_path):
-    out, _ = hf_chat
-    copy = tmp_path / "pairs"
-    shutil.copytree(out, copy)
-    index = copy / "sample_index.jsonl"
-    rows = [json.loads(line) for line in index.read_text().splitlines()]
-    for k, row in enumerate(rows[:4]):       # two pairs: (0, 1) and (2, 3); the rest none
-        row["pair_id"], row["pair_role"] = k // 2, ("chosen", "rejected")[k % 2]
-    _rewrite_index(copy, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
-    reader = open_output(str(copy))
-    assert [(s.pair_id, s.pair_role) for s in reader] == [(0, "chosen"), (0, "rejected"), (1, "chosen"),
-                                                          (1, "rejected"), (None, None), (None, None)]
-    export_parquet(str(copy), str(tmp_path / "pairs.parquet"))
+def test_pair_columns_are_read_and_exported(tmp_path, hf):
+    rows = [{"prompt": [{"role": "user", "content": "Why do bees matter?"}],
+             "chosen": [{"role": "assistant", "content": "They pollinate crops."}],
+             "rejected": [{"role": "assistant", "content": "No idea."}]},
+            {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+             "chosen": [{"role": "assistant", "content": "Hello!"}],
+             "rejected": [{"role": "assistant", "content": "Go away, I am busy."}]}]
+    src = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    out = tmp_path / "pairs"
+    pipeline("unit-build").source.pairs(files=[src], prompt="prompt", chosen="chosen", rejected="rejected",
+                                        chat={"templates": [HF_TEMPLATES], "max_messages": [4]}) \
+        .tokenizer.hf_json(files=[str(TESTDATA / "hf_chat")]).units(sizes=[SIZES], build_batch=[4]) \
+        .output.dir(str(out), samples_per_shard=[2]).run(quiet=True)
+    reader = open_output(str(out))
+    assert [(s.pair_id, s.pair_role, s.roles) for s in reader] == [
+        (0, "chosen", ("user", "assistant")), (0, "rejected", ("user", "assistant")),
+        (1, "chosen", ("system", "user", "assistant")), (1, "rejected", ("system", "user", "assistant"))]
+    # the loss on each completion's assistant turn, from the header and the roles
+    train = reader.causal_lm(loss_roles=["assistant"], loss_parts=["content"], shift=False)
+    completions = [r[k][0]["content"] for r in rows for k in ("chosen", "rejected")]
+    for i, text in enumerate(completions):
+        labels = train[i]["labels"]
+        assert labels[labels != -100].tolist() == hf.encode(text, add_special_tokens=False).ids
+    export_parquet(str(out), str(tmp_path / "pairs.parquet"))
     table = pq.read_table(str(tmp_path / "pairs.parquet"))
-    assert table.column("pair_id").to_pylist() == [0, 0, 1, 1, None, None]
-    assert table.column("pair_role").to_pylist() == ["chosen", "rejected", "chosen", "rejected", None, None]
-    rows[0]["pair_role"] = "best"
-    index.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+    assert table.column("pair_id").to_pylist() == [0, 0, 1, 1]
+    assert table.column("pair_role").to_pylist() == ["chosen", "rejected", "chosen", "rejected"]
+    assert table.column("roles").to_pylist()[2] == ["system", "user", "assistant"]
+    report = verify_output(str(out))
+    assert report.ok and not report.warnings, (report.problems, report.warnings)
+    report = verify_output(str(out), tokenizer="manifest")      # not re-rendered yet: said, not failed
+    assert report.ok and [w.text.en for w in report.warnings] == [
+        "--tokenizer: a preference-pair dataset's sources are not re-rendered yet; its source checks were skipped"]
+    # a row edited to an unknown pair_role is refused, worded as the index problem it is
+    index = out / "sample_index.jsonl"
+    _rewrite_index(out, index.read_text().replace('"pair_role":"chosen"', '"pair_role":"best"', 1))
     with pytest.raises(ReaderError, match=r"sample_index.jsonl line 1: pair_role must be one of "
                                           r"\['chosen', 'rejected'\], got 'best'"):
-        open_output(str(copy)).index
+        open_output(str(out)).index
+
+
+def test_a_plain_index_has_no_pair_columns(hf_chat, tmp_path):
+    out, _ = hf_chat
+    export_parquet(str(out), str(tmp_path / "chat.parquet"))
+    assert "pair_id" not in pq.read_table(str(tmp_path / "chat.parquet")).schema.names
+    assert all(s.pair_id is None and s.pair_role is None for s in open_output(str(out)))
 
 
 def test_sentencepiece_specials_in_role_templates(tmp_path):
