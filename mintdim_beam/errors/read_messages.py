@@ -183,6 +183,12 @@ READ_PROBLEMS = {
         "messages: the header and the roles disagree",
         "slot message {slot} chứa {count} token, nhưng roles của sample trong sample_index.jsonl chỉ liệt kê "
         "{listed} message: header và roles không khớp nhau"),
+    "not_pairs": Text(
+        "preference_pairs needs a preference-pair output (rows with pair_id and pair_role); this dataset has none",
+        "preference_pairs cần một output cặp preference (các dòng có pair_id và pair_role); dataset này không có"),
+    "pair_broken": Text(
+        "pair {pair_id}: {problem}; every pair is a chosen and a rejected record in one unit",
+        "cặp {pair_id}: {problem}; mỗi cặp là một bản ghi chosen và một bản ghi rejected trong cùng một unit"),
     "not_chat": Text(
         "loss_roles needs a chat output (messages with roles); this dataset's segments are {segments}: "
         "use loss_segments",

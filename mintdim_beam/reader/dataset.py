@@ -553,6 +553,13 @@ class OutputReader:
         return CausalLMDataset(self, units=units, loss_segments=loss_segments, shift=shift,
                                return_tensors=return_tensors, loss_roles=loss_roles, loss_parts=loss_parts)
 
+    def preference_pairs(self, units: Optional[Sequence[int]] = None, shift: bool = False,
+                         return_tensors: Optional[str] = None) -> "PreferencePairs":
+        """A pair output's DPO view (:class:`~mintdim_beam.reader.preference.PreferencePairs`)."""
+        from mintdim_beam.reader.preference import PreferencePairs
+
+        return PreferencePairs(self, units=units, shift=shift, return_tensors=return_tensors)
+
 
 def open_output(path: str, mmap: bool = True, checksums: bool = False, options=None) -> OutputReader:
     """Open an output directory (local or any Beam filesystem path), or the build that a

@@ -26,7 +26,7 @@ import numpy as np
 from mintdim_beam.errors import bilingual as B
 from mintdim_beam.errors import read_messages as R
 from mintdim_beam.errors.read_errors import ReaderError
-from mintdim_beam.format.chat import PAIR_ID_KEY, PAIR_ROLE_KEY, PAIR_ROLES, ROLES_KEY
+from mintdim_beam.format.chat import PAIR_ID_KEY, PAIR_ROLE_KEY, PAIR_ROLES, PROMPT_MESSAGES_KEY, ROLES_KEY
 from mintdim_beam.format.names import SAMPLE_INDEX
 from mintdim_beam.format.names import SHARD_PATH
 
@@ -42,7 +42,7 @@ class IndexProblem(NamedTuple):
 _INT64_END = 1 << 63
 _ROW_INTS = ("sample_id", "token_count", "unit_size", "source_line", "shard_record")
 #: The keys of the optional columns, and what ``pair_role`` may say (its codes).
-_OPTIONAL_KEYS = (ROLES_KEY, PAIR_ID_KEY, PAIR_ROLE_KEY)
+_OPTIONAL_KEYS = (ROLES_KEY, PAIR_ID_KEY, PAIR_ROLE_KEY, PROMPT_MESSAGES_KEY)
 #: The most messages a row's ``roles`` may list (a chat output's ``max_messages`` bound).
 MAX_ROLES = 4096
 
@@ -76,6 +76,8 @@ class SampleIndex:
     # (PAIR_ROLES' index, -1 without one); None when no row has them.
     pair_id: Optional[np.ndarray] = None         # (rows,) int64
     pair_role: Optional[np.ndarray] = None       # (rows,) int8
+    # A chat pair's row: how many of its messages are the shared prompt's (-1 without).
+    prompt_messages: Optional[np.ndarray] = None  # (rows,) int64
     _role_start: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -122,7 +124,8 @@ CHUNK_BYTES = 1 << 20
 _COLUMNS = (("sample_id", np.int64), ("unit", np.int64), ("shard", np.int32), ("record", np.int64),
             ("token_count", np.int64), ("file", np.int32), ("line", np.int64), ("row_line", np.int64))
 #: Per-row columns only some datasets have (-1 in a row without the key).
-_OPTIONAL_COLUMNS = (("role_count", np.int32), ("pair_id", np.int64), ("pair_role", np.int8))
+_OPTIONAL_COLUMNS = (("role_count", np.int32), ("pair_id", np.int64), ("pair_role", np.int8),
+                     ("prompt_messages", np.int64))
 
 
 def parse_sample_index(data: bytes, problems: Optional[list] = None, chunk_bytes: int = CHUNK_BYTES) -> SampleIndex:
@@ -204,7 +207,7 @@ def _arrow_options():
     import pyarrow as pa
     import pyarrow.json as pj
 
-    ints = [(key, pa.int64()) for key in _ROW_INTS + (PAIR_ID_KEY,)]
+    ints = [(key, pa.int64()) for key in _ROW_INTS + (PAIR_ID_KEY, PROMPT_MESSAGES_KEY)]
     strings = [(key, pa.string()) for key in ("source_file", "hash", "shard_path", PAIR_ROLE_KEY)]
     lists = [(key, pa.list_(pa.string())) for key in ("empty_fields", ROLES_KEY)]
     schema = pa.schema(ints + strings + lists)
@@ -264,7 +267,7 @@ def _fast_chunk(text: bytes, first_line: int, files: dict, names: list, roles: "
                 got[name].validate(full=True)
     except pa.ArrowInvalid:
         return None
-    ints = {k: got[k].to_numpy() for k in _ROW_INTS + (PAIR_ID_KEY,) if k in got}
+    ints = {k: got[k].to_numpy() for k in _ROW_INTS + (PAIR_ID_KEY, PROMPT_MESSAGES_KEY) if k in got}
     if any(int(v.min()) < 0 for v in ints.values()):
         return None
     extra = _fast_optional(got, roles)
@@ -328,6 +331,8 @@ def _fast_optional(got: dict, roles: "_Vocabulary") -> Optional[dict]:
             return None
         extra["pair_id"] = got[PAIR_ID_KEY].to_numpy()
         extra["pair_role"] = said.to_numpy().astype(np.int8)
+    if PROMPT_MESSAGES_KEY in got:
+        extra["prompt_messages"] = got[PROMPT_MESSAGES_KEY].to_numpy()
     return extra
 
 
@@ -362,14 +367,16 @@ def _file_code(name: str, files: dict, names: list) -> int:
 
 
 def _chunk_index(cols: dict, digests: np.ndarray, names: list, empty: dict, roles: _Vocabulary,
-                 role_count=None, role_codes=None, pair_id=None, pair_role=None) -> SampleIndex:
+                 role_count=None, role_codes=None, pair_id=None, pair_role=None,
+                 prompt_messages=None) -> SampleIndex:
     return SampleIndex(**{name: np.asarray(cols.get(name, ()), dtype) for name, dtype in _COLUMNS},
                        digest=digests, files=names, empty_fields=empty,
                        role_count=None if role_count is None else np.asarray(role_count, np.int32),
                        role_codes=None if role_codes is None else np.asarray(role_codes, np.int16),
                        role_names=roles.names,
                        pair_id=None if pair_id is None else np.asarray(pair_id, np.int64),
-                       pair_role=None if pair_role is None else np.asarray(pair_role, np.int8))
+                       pair_role=None if pair_role is None else np.asarray(pair_role, np.int8),
+                       prompt_messages=None if prompt_messages is None else np.asarray(prompt_messages, np.int64))
 
 
 def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files: dict, names: list,
@@ -382,6 +389,7 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
     role_codes: list = []
     pair_id: list = []
     pair_role: list = []
+    prompt_messages: list = []
     lines = text.split(b"\n")
     if lines[-1] == b"":
         lines.pop()         # after the newline that ends the chunk's last line: no line
@@ -425,11 +433,13 @@ def _checked_chunk(text: bytes, first_line: int, problems: Optional[list], files
         role_codes.extend(roles.code(name) for name in said or ())
         pair_id.append(row.get(PAIR_ID_KEY, -1))
         pair_role.append(PAIR_ROLES.index(row[PAIR_ROLE_KEY]) if PAIR_ROLE_KEY in row else -1)
+        prompt_messages.append(row.get(PROMPT_MESSAGES_KEY, -1))
     has_roles = any(c >= 0 for c in role_count)
     has_pairs = any(p >= 0 for p in pair_id)
     return _chunk_index(cols, np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 32).copy(), names, empty,
                         roles, role_count if has_roles else None, role_codes if has_roles else None,
-                        pair_id if has_pairs else None, pair_role if has_pairs else None)
+                        pair_id if has_pairs else None, pair_role if has_pairs else None,
+                        prompt_messages if any(p >= 0 for p in prompt_messages) else None)
 
 
 class _GrowingIndex:
@@ -545,6 +555,10 @@ def _row_problem(row) -> Optional[B.Text]:
             return R.read_text("row_int", key=PAIR_ID_KEY, got=repr(value))
         if row[PAIR_ROLE_KEY] not in PAIR_ROLES:
             return R.read_text("row_pair_role", got=repr(row[PAIR_ROLE_KEY]), roles=list(PAIR_ROLES))
+    if PROMPT_MESSAGES_KEY in row:
+        value = row[PROMPT_MESSAGES_KEY]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_ROLES:
+            return R.read_text("row_int", key=PROMPT_MESSAGES_KEY, got=repr(value))
     return None
 
 

@@ -92,7 +92,7 @@ class CausalLMDataset:
         if return_tensors not in (None, "np", "pt"):
             raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
         if return_tensors == "pt":
-            _torch()        # fail now, not in a worker process
+            torch_module()        # fail now, not in a worker process
         self.return_tensors = return_tensors
         self.reader = reader
         self.loss_segments = tuple(loss_segments) if loss_segments is not None else None
@@ -144,7 +144,7 @@ class CausalLMDataset:
             mask = by_role if mask is None else mask & by_role
         item = causal_lm_arrays(rec, n, unit, self.reader.meta.pad_id, mask, self.shift)
         if self.return_tensors == "pt":
-            torch = _torch()
+            torch = torch_module()
             item = {k: torch.from_numpy(v) for k, v in item.items()}
         return item
 
@@ -175,7 +175,8 @@ def _loss_roles(reader, loss_roles, loss_parts) -> tuple:
     return roles, parts, layout.codes(roles)
 
 
-def _torch():
+def torch_module():
+    """PyTorch, or an ImportError saying how to get it (for ``return_tensors="pt"``)."""
     try:
         import torch
     except ImportError:
