@@ -554,7 +554,7 @@ class OutputReader:
                                return_tensors=return_tensors, loss_roles=loss_roles, loss_parts=loss_parts)
 
     def preference_pairs(self, units: Optional[Sequence[int]] = None, shift: bool = False,
-                         return_tensors: Optional[str] = None) -> "PreferencePairs":
+                         return_tensors: Optional[str] = None):
         """A pair output's DPO view (:class:`~mintdim_beam.reader.preference.PreferencePairs`)."""
         from mintdim_beam.reader.preference import PreferencePairs
 
