@@ -568,8 +568,8 @@ def write_latest_all(roots, build_id: str) -> None:
                 storage.delete(storage.join(root, names.LATEST))
             else:
                 storage.write_text(storage.join(root, names.LATEST), previous[root] + "\n")
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            raise errors.DiskFullError.at(exc.filename or "") from None
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:   # the LATEST being written: its id
+            raise errors.DiskFullError.at(exc.filename or "", len((build_id + "\n").encode("utf-8"))) from None
         raise
     finally:
         if masked:

@@ -600,7 +600,8 @@ def _disk_full(exc: BaseException) -> Optional[errors.DiskFullError]:
     seen = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
-            return errors.DiskFullError.at(seen.filename or "")
+            needed = seen.needed_bytes if isinstance(seen, storage.NoSpaceError) else -1
+            return errors.DiskFullError.at(seen.filename or "", needed)
         seen = seen.__cause__ or seen.__context__
     found = re.search(r"\[Errno 28\][^']*'([^']+)'", str(exc))
     if found is not None or "No space left on device" in str(exc):

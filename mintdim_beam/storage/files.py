@@ -36,6 +36,30 @@ SEQUENTIAL = 16 << 20      # s3:// read-ahead of a reader that goes through a fi
 
 
 
+class NoSpaceError(OSError):
+    """ENOSPC on a local write, with what the write was about to put there:
+    ``needed_bytes`` (-1 where the writer streamed bytes it had not counted). An
+    ``OSError`` with ``errno.ENOSPC`` like any other; the launcher's ``DiskFullError``
+    states both the free bytes and these."""
+
+    def __init__(self, path: str, needed_bytes: int = -1):
+        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        self.needed_bytes = needed_bytes
+
+    def __reduce__(self):
+        return (type(self), (self.filename, self.needed_bytes))
+
+
+def _no_space(exc: BaseException, path: str, needed) -> BaseException:
+    """``exc`` as a :class:`NoSpaceError` for ``path`` when it is ENOSPC; else itself."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and not isinstance(exc, NoSpaceError):
+        try:
+            return NoSpaceError(path, needed() if callable(needed) else needed)
+        except OSError:
+            return NoSpaceError(path)
+    return exc
+
+
 def _fs():
     """Beam's ``FileSystems``, imported on first use: a local-only caller never loads Beam."""
     from apache_beam.io.filesystems import FileSystems
@@ -286,6 +310,7 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None, durable: b
     """
     if isinstance(chunks, (bytes, bytearray, memoryview)):
         chunks = [chunks]
+    needed = sum(len(c) for c in chunks) if isinstance(chunks, (list, tuple)) else -1
     chunks = iter(chunks)
     if is_s3(path):
         return s3_write(path, chunks, sha)
@@ -310,10 +335,13 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None, durable: b
             os.replace(target, path)
             if durable:
                 sync_dir(os.path.dirname(os.path.abspath(path)))
-    except BaseException:
+    except BaseException as exc:
         if target != path and os.path.lexists(target):   # a full disk leaves no temporary file behind
             os.remove(target)
-        raise
+        found = _no_space(exc, path, needed)
+        if found is exc:
+            raise
+        raise found from exc
     return written
 
 
@@ -347,10 +375,14 @@ def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
                 for chunk in iter(lambda: f.read(_CHUNK), b""):
                     sha.update(chunk)
         os.replace(target, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(target):
             os.remove(target)
-        raise
+        found = _no_space(exc, path, lambda: sum(os.path.getsize(src) - start if length is None else length
+                                                 for src, start, length in ranges))
+        if found is exc:
+            raise
+        raise found from exc
     return written
 
 
