@@ -204,14 +204,26 @@ def finalize(config: BuildConfig, plan: BuildPlan, shard_results, part_results, 
                 _check_owned(out, claimed)   # once more: a claim can change (or be released) under a build
                 storage.write_text(storage.join(out.path, names.MANIFEST), indexes.dumps_file(found), durable=True)
                 committed.append(out)
+        # Readers refuse a unit with its marker even beside a manifest: the build is
+        # published once every marker is gone, and a store that fails a marker's
+        # DELETE for good fails the build like a failed manifest PUT.
+        for out, _, _, _ in staged:
+            _remove_markers(out)
     except BaseException:
         for out in committed:       # none of them may look complete
-            storage.delete(storage.join(out.path, names.MANIFEST))
+            try:
+                storage.delete(storage.join(out.path, names.MANIFEST))
+            except Exception:       # the store failing this too: the error to report is the first
+                log.warning("could not remove %s after a failed publish", storage.join(out.path, names.MANIFEST))
         raise
     for out, _, stats, shards in staged:
-        _remove_markers(out)
-        _remove_staging(out)
-        claims.release(out.path, out.run_id)
+        # Published: a store failing now leaves a staging area or a claim behind, not a
+        # dataset that is not one. The launcher says so (``claims.read`` after the run).
+        try:
+            _remove_staging(out)
+            claims.release(out.path, out.run_id)
+        except errors.StoreRequestError as exc:
+            log.warning("%s is published; its clean-up failed: %s", out.path, exc.english)
         yield {"output": out.path, "stats": stats, "shards": shards}
 
 
@@ -556,8 +568,8 @@ def write_latest_all(roots, build_id: str) -> None:
                 storage.delete(storage.join(root, names.LATEST))
             else:
                 storage.write_text(storage.join(root, names.LATEST), previous[root] + "\n")
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            raise errors.DiskFullError.at(exc.filename or "") from None
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:   # the LATEST being written: its id
+            raise errors.DiskFullError.at(exc.filename or "", len((build_id + "\n").encode("utf-8"))) from None
         raise
     finally:
         if masked:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from mintdim_beam.errors.config_errors import FieldMappingError, OutputMappingError, PipelineValidationError, SamplesPerShardError, TemplateFieldMismatchError, TemplateMappingError, TokenizerMappingError, UnitMappingError, UnitValidationError
-from mintdim_beam.errors.data_errors import BuildLimitError, DiskFullError, InputChangedError, MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, PairCollapseError, SampleSchemaError, SourceParseError, StorageAccessError, UnitOverflowError
+from mintdim_beam.errors.data_errors import BuildLimitError, DiskFullError, InputChangedError, MintDimFileNotFoundError, OutputClaimedError, OutputValidationError, PairCollapseError, SampleSchemaError, SourceParseError, StorageAccessError, StoreRequestError, UnitOverflowError
 from mintdim_beam.errors.base import MintDimError, REGISTRY
 from mintdim_beam.errors.read_errors import DatasetAccessError, ReaderError, ReportError
 from mintdim_beam.errors.tokenizer_errors import TemplateTokenizerError, TokenDTypeCapacityError, TokenizerFailedError, TokenizerSpecialTokenError, TokenizerValidationError
@@ -58,6 +58,7 @@ __all__ = [
     "TokenDTypeCapacityError",
     "SamplesPerShardError",
     "StorageAccessError",
+    "StoreRequestError",
     "InputChangedError",
     "DiskFullError",
     "BuildLimitError",

@@ -81,6 +81,7 @@ SOURCE_PARSE = Text("JSONL line could not be parsed.", "Không parse được d�
 DISK_FULL = Text("No space left on the device while the build wrote its output; nothing was published.",
                  "Thiết bị hết dung lượng trong lúc build ghi output; không có gì được publish.")
 DISK_FREE = Text("Free bytes now:", "Số byte còn trống:")
+DISK_NEEDED = Text("Bytes the write needed:", "Số byte cần ghi:")
 DISK_FULL_FIX = Text("free space (the build needs about its input's size twice, for staging and output) or "
                      "choose an output on a larger disk, then build into a new directory.",
                      "hãy giải phóng dung lượng (build cần khoảng gấp đôi kích thước input, cho staging và "
@@ -643,3 +644,35 @@ STORAGE_FIXES = {
         "(GOOGLE_APPLICATION_CREDENTIALS, hoặc gcloud auth application-default login)",
     ),
 }
+
+# ---------------------------------------------------------------------------
+# StoreRequestError
+# ---------------------------------------------------------------------------
+
+STORE_FAILED = Text(
+    "The store kept failing a request; the build stopped and published nothing.",
+    "Storage liên tục báo lỗi cho một request; build đã dừng và không publish gì.",
+)
+STORE_REQUEST = Text("Request:", "Request:")
+STORE_REQUEST_TEXT = Text("{operation} {path} ({api})", "{operation} {path} ({api})")
+STORE_ANSWER = Text("Store answered:", "Storage trả lời:")
+STORE_ANSWER_TEXT = Text("{status} {code}: {reason}", "{status} {code}: {reason}")
+STORE_NO_ANSWER = Text("no answer ({code}: {reason})", "không có trả lời ({code}: {reason})")
+STORE_ATTEMPTS = Text("Attempts:", "Số lần thử:")
+STORE_ATTEMPTS_TEXT = Text("{attempts}, the retry budget of one request (docs/decisions.md)",
+                           "{attempts}, giới hạn số lần thử của một request (docs/decisions.md)")
+STORE_CLAIM = Text("Claim:", "Claim:")
+STORE_CLAIM_STATES = {
+    "released": Text("released; UNIT_BUILD_FAILED.md in the units says the publish failed",
+                     "đã được trả; UNIT_BUILD_FAILED.md trong các unit ghi rằng publish thất bại"),
+    "left": Text("could not be removed, the store failed that too: delete {claim_path} (and the directory) "
+                 "before building into it again",
+                 "không xoá được vì storage cũng báo lỗi: hãy xoá {claim_path} (và cả thư mục) trước khi "
+                 "build lại vào đó"),
+}
+STORE_FIX = Text(
+    "check the store (the answer above is its own), then build again into a new directory; "
+    "nothing in this one can be trusted: delete it.",
+    "kiểm tra storage (câu trả lời ở trên là của chính storage), rồi build lại vào thư mục mới; "
+    "không thể tin dữ liệu trong thư mục này: hãy xoá nó.",
+)

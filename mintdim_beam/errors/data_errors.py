@@ -481,22 +481,20 @@ class InputChangedError(MintDimError):
 class DiskFullError(MintDimError):
     """The disk (or the store's quota) filled up while the build wrote ``path``: a job
     error, not a crash. Nothing was published; ``free_bytes`` is what was left there
-    when the build stopped (-1 where unknown)."""
+    when the build stopped (-1 where unknown), ``needed_bytes`` what the write that
+    failed was about to write (-1 where the build did not know: a stream)."""
 
-    def __init__(self, path: str, free_bytes: int) -> None:
-        facts = fact_dict(path=path, free_bytes=free_bytes)
-        english, vietnamese = self._render(
-            M.DISK_FULL,
-            [
-                B.labeled(M.STORAGE_PATH, facts["path"]),
-                B.labeled(M.DISK_FREE, facts["free_bytes"]),
-                B.labeled(M.FIX, M.DISK_FULL_FIX.en, M.DISK_FULL_FIX.vi),
-            ],
-        )
+    def __init__(self, path: str, free_bytes: int, needed_bytes: int = -1) -> None:
+        facts = fact_dict(path=path, free_bytes=free_bytes, needed_bytes=needed_bytes)
+        paragraphs = [B.labeled(M.STORAGE_PATH, facts["path"]), B.labeled(M.DISK_FREE, facts["free_bytes"])]
+        if facts["needed_bytes"] >= 0:
+            paragraphs.append(B.labeled(M.DISK_NEEDED, facts["needed_bytes"]))
+        paragraphs.append(B.labeled(M.FIX, M.DISK_FULL_FIX.en, M.DISK_FULL_FIX.vi))
+        english, vietnamese = self._render(M.DISK_FULL, paragraphs)
         super().__init__(english, vietnamese, facts)
 
     @classmethod
-    def at(cls, path: str) -> "DiskFullError":
+    def at(cls, path: str, needed_bytes: int = -1) -> "DiskFullError":
         """The error for ``path``, with the space left in its folder now."""
         import os
         import shutil
@@ -508,4 +506,38 @@ class DiskFullError(MintDimError):
             free = shutil.disk_usage(folder).free if folder else -1
         except OSError:
             free = -1
-        return cls(path, free)
+        return cls(path, free, needed_bytes)
+
+
+class StoreRequestError(MintDimError):
+    """An object store kept failing one request (or stopped answering it) after the
+    bounded retries of ``storage.clients`` (``S3_ATTEMPTS``): a job error, not a crash.
+
+    ``operation`` is the request (``PUT``, ``DELETE``, ...) and ``api`` the store's name
+    for it (``PutObject``); ``status`` is the store's HTTP status (0: no answer at all,
+    a connection reset or a timeout), ``code`` and ``reason`` its own error code and
+    message. ``claim`` says what became of the output's claim once the build stopped
+    (``released``, ``left``: it could not be removed, at ``claim_path``), empty where the
+    worker that met the error cannot know; the launcher fills it in (:meth:`with_claim`).
+    """
+
+    def __init__(self, operation: str, path: str, api: str, status: int, code: str, reason: str,
+                 attempts: int, claim: str = "", claim_path: str = "") -> None:
+        facts = fact_dict(operation=operation, path=path, api=api, status=status, code=code, reason=reason,
+                          attempts=attempts, claim=claim, claim_path=claim_path)
+        answer = (M.STORE_ANSWER_TEXT if facts["status"] else M.STORE_NO_ANSWER).format(**facts)
+        paragraphs = [
+            B.labeled(M.STORE_REQUEST, M.STORE_REQUEST_TEXT.en.format(**facts)),
+            B.labeled(M.STORE_ANSWER, answer.en, answer.vi),
+            B.labeled(M.STORE_ATTEMPTS, *M.STORE_ATTEMPTS_TEXT.format(**facts)),
+        ]
+        if facts["claim"] in M.STORE_CLAIM_STATES:
+            paragraphs.append(B.labeled(M.STORE_CLAIM, *M.STORE_CLAIM_STATES[facts["claim"]].format(**facts)))
+        paragraphs.append(B.labeled(M.FIX, M.STORE_FIX.en, M.STORE_FIX.vi))
+        english, vietnamese = self._render(M.STORE_FAILED, paragraphs)
+        super().__init__(english, vietnamese, facts)
+
+    def with_claim(self, claim: str, claim_path: str = "") -> "StoreRequestError":
+        """The same error, saying what became of the output's claim."""
+        facts = {**self.fields, "claim": claim, "claim_path": claim_path}
+        return type(self)(**facts)

@@ -372,9 +372,9 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     # the workers then never claim (a claim gone is one the launcher released).
     build_info["claimed"] = True
     preflight.claim_outputs(config)
-    mark_started(config, build_info)
     shown = build_progress.for_build(config, runner_name, quiet, started, groups=groups)
     try:
+        mark_started(config, build_info)     # a store failing here too ends as _build_error says
         with shown.context:
             counters = _run_pipeline(config, runner_obj, opts, build_info, input_digests, shown.on_counters,
                                      groups, given=runner)
@@ -389,6 +389,8 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     recorded = _recorded_error(config)
     if recorded is not None:
         raise recorded
+    for line in _claims_left(config):
+        echo(line)
     try:
         result = dataclasses.replace(collect(config, build_info), counters=counters)
         for line in shard_lines(result):
@@ -526,6 +528,9 @@ def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
     recorded = _recorded_error(config)
     if recorded is not None:
         return recorded
+    store = _store_error(exc)
+    if store is not None:
+        return _store_failed(config, store)
     if isinstance(exc, KeyboardInterrupt):
         message = f"the build was interrupted ({exc or 'KeyboardInterrupt'})"
     else:
@@ -543,13 +548,60 @@ def _build_error(config: BuildConfig, exc: BaseException) -> BaseException:
     return exc
 
 
+def _store_error(exc: BaseException) -> Optional[errors.StoreRequestError]:
+    """The store's error that stopped the build (a worker's, as the runner re-raised
+    it, or the launcher's own), or None."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, errors.StoreRequestError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _store_failed(config: BuildConfig, store: errors.StoreRequestError) -> errors.StoreRequestError:
+    """A store that kept failing: each output's markers say so where the store still
+    takes them, its claim is released where it can be, and the error says which claims
+    could not be (each a path to delete before that directory is built into again)."""
+    left = []
+    for out in config.outputs:
+        try:
+            mark_failed(dataclasses.replace(config, outputs=(out,)), str(store))
+        except errors.StoreRequestError:
+            pass        # the markers still say "not finalized", or the failure of an earlier attempt
+        try:
+            claims.release(out.path, out.run_id)
+            if claims.owns(out.path, out.run_id):
+                left.append(layout.claim_path(out.path))
+        except errors.StoreRequestError:
+            left.append(layout.claim_path(out.path))
+    return store.with_claim("left", ", ".join(left)) if left else store.with_claim("released")
+
+
+def _claims_left(config: BuildConfig) -> list:
+    """Warning lines for the claims a published build could not remove (the store
+    failed the DELETE: publish.finalize leaves them rather than fail a complete dataset)."""
+    lines = []
+    for out in config.outputs:
+        try:
+            if not claims.owns(out.path, out.run_id):
+                continue
+            claims.release(out.path, out.run_id)
+        except errors.StoreRequestError as exc:
+            lines.append(f"[unit-build:warning] {out.path} is published and complete, but its claim "
+                         f"{layout.claim_path(out.path)} could not be removed ({exc.status} {exc.code}): "
+                         "delete it before building into this directory again")
+    return lines
+
+
 def _disk_full(exc: BaseException) -> Optional[errors.DiskFullError]:
     """The spec's style of error for a full disk met anywhere in the build (the worker's
     OSError reaches the launcher as its text inside the runner's error), or None."""
     seen = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
-            return errors.DiskFullError.at(seen.filename or "")
+            needed = seen.needed_bytes if isinstance(seen, storage.NoSpaceError) else -1
+            return errors.DiskFullError.at(seen.filename or "", needed)
         seen = seen.__cause__ or seen.__context__
     found = re.search(r"\[Errno 28\][^']*'([^']+)'", str(exc))
     if found is not None or "No space left on device" in str(exc):

@@ -107,9 +107,16 @@ def launch_versioned(config: BuildConfig, runner=None, options=None, skip_unchan
             claims.check_root_owned(root, run_id)
         publish.write_latest_all(roots, build_id)
         pruned = {root: retention.prune(root, keep) for root in roots} if keep is not None else {}
-    finally:
-        for root in claimed:
-            claims.release_root(root, run_id)
+    except BaseException:
+        for root in claimed:        # the error that stopped the build is the one to report
+            try:
+                claims.release_root(root, run_id)
+            except errors.StoreRequestError:
+                echo(f"[unit-build:warning] the root claim {storage.join(root, names.ROOT_CLAIM)} could not "
+                     "be removed: delete it before building into this root again")
+        raise
+    for root in claimed:
+        claims.release_root(root, run_id)
     echo(f"[unit-build] published build {build_id}; LATEST updated in {', '.join(roots)}")
     for root, done in pruned.items():
         if done.removed:

@@ -71,24 +71,6 @@ def _bucket_and_prefix(path: str) -> tuple:
     return scheme, bucket, key
 
 
-def _s3_settings(options) -> dict:
-    from apache_beam.options.pipeline_options import PipelineOptions, S3Options
-
-    if options is None:
-        options = PipelineOptions([])
-    elif isinstance(options, dict):
-        options = PipelineOptions.from_dictionary(options)
-    elif isinstance(options, (list, tuple)):
-        options = PipelineOptions(list(options))
-    s3 = options.view_as(S3Options)
-    return {
-        "region_name": s3.s3_region_name, "api_version": s3.s3_api_version,
-        "use_ssl": not s3.s3_disable_ssl, "verify": s3.s3_verify, "endpoint_url": s3.s3_endpoint_url,
-        "aws_access_key_id": s3.s3_access_key_id, "aws_secret_access_key": s3.s3_secret_access_key,
-        "aws_session_token": s3.s3_session_token,
-    }
-
-
 def _probe_s3(path: str, bucket: str, prefix: str, settings: dict) -> None:
     import boto3
     from botocore import exceptions as bx
@@ -160,7 +142,7 @@ def check(paths: Iterable[str], options=None) -> None:
         scheme, bucket, prefix = _bucket_and_prefix(path)
         if scheme == "s3":
             if settings is None:
-                settings = _s3_settings(options)
+                settings = clients.s3_settings(options)
             key = ("s3", tuple(sorted(settings.items())), bucket)
         elif scheme == "gs":
             key = ("gs", None, bucket)

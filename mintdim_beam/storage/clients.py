@@ -16,11 +16,11 @@ import threading
 FILESYSTEM_OPTION_CLASSES = ("S3Options", "GoogleCloudOptions", "HadoopFileSystemOptions", "AzureOptions")
 
 
-_thread_clients = threading.local()     # this thread's S3IO and GCS client (each costly to make)
+_thread_clients = threading.local()     # this thread's S3 and GCS clients (each costly to make)
 
 
 # The file-system options last given to FileSystems by configure() (FileSystems keeps
-# its own copy privately): they also build the s3:// clients of thread_s3io().
+# its own copy privately): they also build the s3:// clients of s3_client().
 _options = None
 
 
@@ -89,24 +89,55 @@ def is_s3(path: str) -> bool:
     return path.startswith("s3://")
 
 
-def thread_s3io():
-    """Beam's ``S3IO`` for this thread, built from the options last configured here."""
-    from apache_beam.io.aws import s3io
-    from apache_beam.io.aws.clients.s3 import boto3_client
-    from apache_beam.options.pipeline_options import PipelineOptions
+#: The retry budget of one ``s3://`` request made here (every request of a build's
+#: own S3 access, publishing included): at most this many attempts, botocore's
+#: ``standard`` mode retrying 5xx answers, throttling and dropped connections after a
+#: random wait of at most 1, 2 then 4 s. Beam's own S3 calls retry a 500 for minutes
+#: (its backoff on top of boto3's); a store that keeps failing is a job error here in
+#: seconds, with the store's answer (``errors.StoreRequestError``; docs/decisions.md).
+S3_ATTEMPTS = 4
+#: Seconds to open a connection, and to wait for an answer, per attempt. The answer's
+#: wait is botocore's default: a server-side copy of a large object answers only once done.
+S3_CONNECT_TIMEOUT = 10
+S3_READ_TIMEOUT = 60
 
-    options = _options
-    cached = getattr(_thread_clients, "entry", None)
-    if cached is None or cached[0] is not options:
-        client = boto3_client.Client(options=options if options is not None else PipelineOptions([]))
-        cached = (options, s3io.S3IO(client=client))
-        _thread_clients.entry = cached
-    return cached[1]
+
+def s3_settings(options) -> dict:
+    """The boto3 client arguments of a job's ``S3Options`` (endpoint, keys, region,
+    TLS), as Beam's own S3 client takes them. ``options``: as for :func:`configure`."""
+    from apache_beam.options.pipeline_options import PipelineOptions, S3Options
+
+    if options is None:
+        options = PipelineOptions([])
+    elif isinstance(options, dict):
+        options = PipelineOptions.from_dictionary(options)
+    elif isinstance(options, (list, tuple)):
+        options = PipelineOptions(list(options))
+    s3 = options.view_as(S3Options)
+    return {
+        "region_name": s3.s3_region_name, "api_version": s3.s3_api_version,
+        "use_ssl": not s3.s3_disable_ssl, "verify": s3.s3_verify, "endpoint_url": s3.s3_endpoint_url,
+        "aws_access_key_id": s3.s3_access_key_id, "aws_secret_access_key": s3.s3_secret_access_key,
+        "aws_session_token": s3.s3_session_token,
+    }
 
 
 def s3_client():
-    """The boto3 client of this thread's ``S3IO`` (for server-side copies: ``compose``)."""
-    return thread_s3io().client.client
+    """This thread's boto3 ``s3`` client, made from the options last configured here as
+    Beam's S3 file system makes its own, but with the bounded retry budget above
+    (``S3_ATTEMPTS``, ``S3_CONNECT_TIMEOUT``, ``S3_READ_TIMEOUT``): every ``s3://``
+    request of :mod:`.s3`, :mod:`.files` and :mod:`.compose` goes through it."""
+    import boto3
+    from botocore.config import Config
+
+    options = _options
+    cached = getattr(_thread_clients, "s3", None)
+    if cached is None or cached[0] is not options:
+        config = Config(connect_timeout=S3_CONNECT_TIMEOUT, read_timeout=S3_READ_TIMEOUT,
+                        retries={"total_max_attempts": S3_ATTEMPTS, "mode": "standard"})
+        cached = (options, boto3.session.Session().client("s3", config=config, **s3_settings(options)))
+        _thread_clients.s3 = cached
+    return cached[1]
 
 
 def gcs_client():

@@ -7,8 +7,8 @@ its own side, the worker only asks it to:
 
 * local files: the kernel copies (``os.copy_file_range``, in ``storage.write_ranges``);
 * ``s3://``: one multipart upload whose parts are server-side copies of the sources
-  (``upload_part_copy``), through the boto3 client of Beam's ``S3IO``
-  (:func:`storage.s3_client`);
+  (``upload_part_copy``), through this thread's boto3 client and its bounded retries
+  (:func:`clients.s3_client`; a failure is the store's answer, ``StoreRequestError``);
 * ``gs://``: ``compose`` requests (google-cloud-storage's ``Blob.compose``), through a
   client made as Beam's GCS file system makes its own (:func:`storage.gcs_client`);
 * anything else, or sources in another bucket: the bytes are read and written
@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mintdim_beam.storage import files as storage
 from mintdim_beam.storage import clients
+from mintdim_beam.storage.s3 import s3_delete_many, translated
 
 MIN_PART = 5 << 20            # S3: every part but the last is at least 5 MiB
 MAX_PART = 5 << 30            # ... and at most 5 GiB
@@ -75,7 +76,8 @@ def concatenate(path: str, sources: list, sha=None, max_parts: int = MAX_PARTS, 
     if path.startswith("s3://") and sources and all(s.startswith("s3://") for s in sources):
         sizes = _sizes(clients.s3_client(), list(sources))
         if any(part[0] == "copy" for part in plan_parts([sizes[s] for s in sources])):
-            written = _s3_concatenate(path, list(sources), max_parts)
+            with translated(path):
+                written = _s3_concatenate(path, list(sources), max_parts)
             if sha is not None:
                 for chunk in storage.iter_chunks(path):
                     sha.update(chunk)
@@ -92,8 +94,8 @@ def move(pairs: list) -> None:
 
     On ``s3://`` a rename is a server-side copy and a delete: one listing finds the
     sources, ``copy_object`` calls go out a few at a time through one client, and the
-    sources are deleted 1,000 a request (an object over 5 GiB goes through Beam's
-    multipart rename). Elsewhere each is ``storage.rename`` (a local ``os.replace``).
+    sources are deleted 1,000 a request (an object over 5 GiB goes through boto3's
+    managed, multipart copy: ``storage.rename``). Elsewhere each is ``storage.rename`` (a local ``os.replace``).
     """
     if not pairs:
         return
@@ -112,18 +114,14 @@ def move(pairs: list) -> None:
             storage.rename(src, dst)
             return None
         (src_bucket, src_key), (bucket, key) = _split(src), _split(dst)
-        client.copy_object(Bucket=bucket, Key=key, CopySource={"Bucket": src_bucket, "Key": src_key})
+        with translated(dst, "CopyObject"):
+            client.copy_object(Bucket=bucket, Key=key, CopySource={"Bucket": src_bucket, "Key": src_key})
         return src
 
     with ThreadPoolExecutor(max_workers=min(THREADS, len(here) or 1)) as pool:
         copied = [src for src in pool.map(copy, here) if src is not None]
-    for first in range(0, len(copied), 1000):
-        batch = copied[first:first + 1000]
-        bucket = _split(batch[0])[0]
-        answer = client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": _split(s)[1]} for s in batch],
-                                                              "Quiet": True})
-        if answer.get("Errors"):
-            raise OSError(f"could not delete {len(answer['Errors'])} moved objects: {answer['Errors'][0]}")
+    if copied:
+        s3_delete_many(copied)
 
 
 # --------------------------------------------------------------------------- S3
@@ -140,9 +138,10 @@ def _listing(client, sources: list) -> dict:
     found: dict = {}
     for prefix in dict.fromkeys(posixpath.dirname(s) + "/" for s in sources):
         bucket, key = _split(prefix)
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-            for item in page.get("Contents", []):
-                found[f"s3://{bucket}/{item['Key']}"] = item["Size"]
+        with translated(prefix, "ListObjectsV2"):
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+                for item in page.get("Contents", []):
+                    found[f"s3://{bucket}/{item['Key']}"] = item["Size"]
     return found
 
 

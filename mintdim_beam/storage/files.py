@@ -23,9 +23,10 @@ import stat
 import uuid
 from typing import Iterable
 
-from mintdim_beam.storage.clients import is_s3, thread_s3io
+from mintdim_beam.storage.clients import is_s3
 from mintdim_beam.storage.s3 import MIME as _MIME
-from mintdim_beam.storage.s3 import S3Reader, s3_read_ranges, s3_size_or_none, s3_write
+from mintdim_beam.storage.s3 import (S3Reader, s3_delete, s3_delete_many, s3_list, s3_read_ranges, s3_rename,
+                                     s3_size_or_none, s3_write)
 
 _CHUNK = 8 << 20
 
@@ -33,6 +34,30 @@ _CHUNK = 8 << 20
 SEQUENTIAL = 16 << 20      # s3:// read-ahead of a reader that goes through a file in order
 
 
+
+
+class NoSpaceError(OSError):
+    """ENOSPC on a local write, with what the write was about to put there:
+    ``needed_bytes`` (-1 where the writer streamed bytes it had not counted). An
+    ``OSError`` with ``errno.ENOSPC`` like any other; the launcher's ``DiskFullError``
+    states both the free bytes and these."""
+
+    def __init__(self, path: str, needed_bytes: int = -1):
+        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        self.needed_bytes = needed_bytes
+
+    def __reduce__(self):
+        return (type(self), (self.filename, self.needed_bytes))
+
+
+def _no_space(exc: BaseException, path: str, needed) -> BaseException:
+    """``exc`` as a :class:`NoSpaceError` for ``path`` when it is ENOSPC; else itself."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and not isinstance(exc, NoSpaceError):
+        try:
+            return NoSpaceError(path, needed() if callable(needed) else needed)
+        except OSError:
+            return NoSpaceError(path)
+    return exc
 
 
 def _fs():
@@ -56,7 +81,7 @@ def exists(path: str) -> bool:
     if is_local(path):
         return os.path.exists(path)
     if is_s3(path):
-        return thread_s3io().exists(path)
+        return s3_size_or_none(path) is not None
     return _fs().exists(path)
 
 
@@ -64,7 +89,10 @@ def size(path: str) -> int:
     if is_local(path):
         return os.path.getsize(path)
     if is_s3(path):
-        return thread_s3io().size(path)
+        found = s3_size_or_none(path)
+        if found is None:
+            raise FileNotFoundError(f"{path}: no such object")
+        return found
     return _fs().match([path])[0].metadata_list[0].size_in_bytes
 
 
@@ -92,7 +120,7 @@ def sizes_or_none(paths: list[str], threads: int = 8) -> dict:
     listed = set()
     for folder, members in folders.items():
         if len(members) >= LIST_FROM:
-            inside = dict(thread_s3io().list_files(folder))
+            inside = dict(s3_list(folder))
             for p in members:
                 found[p] = inside.get(p)
             listed.update(members)
@@ -166,7 +194,7 @@ def files_and_sizes(directory: str) -> dict:
         return found
     prefix = directory.rstrip("/") + "/"
     if is_s3(directory):
-        return dict(thread_s3io().list_files(prefix))
+        return dict(s3_list(prefix))
     try:
         result = _fs().match([prefix + "**"])[0]
     except Exception:
@@ -227,8 +255,6 @@ def _create(path: str):
         except FileNotFoundError:   # the directory's first file (one syscall less for the rest)
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             return open(path, "wb")
-    if is_s3(path):
-        return thread_s3io().open(path, "wb", mime_type=_MIME)
     return _fs().create(path, mime_type=_MIME, compression_type="uncompressed")
 
 
@@ -284,6 +310,7 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None, durable: b
     """
     if isinstance(chunks, (bytes, bytearray, memoryview)):
         chunks = [chunks]
+    needed = sum(len(c) for c in chunks) if isinstance(chunks, (list, tuple)) else -1
     chunks = iter(chunks)
     if is_s3(path):
         return s3_write(path, chunks, sha)
@@ -308,10 +335,13 @@ def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None, durable: b
             os.replace(target, path)
             if durable:
                 sync_dir(os.path.dirname(os.path.abspath(path)))
-    except BaseException:
+    except BaseException as exc:
         if target != path and os.path.lexists(target):   # a full disk leaves no temporary file behind
             os.remove(target)
-        raise
+        found = _no_space(exc, path, needed)
+        if found is exc:
+            raise
+        raise found from exc
     return written
 
 
@@ -345,10 +375,14 @@ def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
                 for chunk in iter(lambda: f.read(_CHUNK), b""):
                     sha.update(chunk)
         os.replace(target, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(target):
             os.remove(target)
-        raise
+        found = _no_space(exc, path, lambda: sum(os.path.getsize(src) - start if length is None else length
+                                                 for src, start, length in ranges))
+        if found is exc:
+            raise
+        raise found from exc
     return written
 
 
@@ -401,7 +435,7 @@ def list_dir(path: str) -> list[str]:
 def list_files(directory: str) -> list[str]:
     """Paths of every file under ``directory`` (recursively); [] when it is absent."""
     if is_s3(directory):
-        return sorted(p for p, _ in thread_s3io().list_files(directory.rstrip("/") + "/"))
+        return sorted(p for p, _ in s3_list(directory.rstrip("/") + "/"))
     pattern = join(directory, "**") if not is_local(directory) else os.path.join(directory, "**")
     try:
         result = _fs().match([pattern])[0]
@@ -426,7 +460,7 @@ def rename(src: str, dst: str) -> None:
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
         os.replace(src, dst)
     elif is_s3(src):
-        thread_s3io().rename(src, dst)
+        s3_rename(src, dst)
     else:
         _fs().rename([src], [dst])
 
@@ -438,11 +472,10 @@ def delete(path: str) -> None:
             os.remove(path)
         except FileNotFoundError:
             pass
+    elif is_s3(path):
+        s3_delete(path)         # S3 answers a missing object as deleted
     elif exists(path):
-        if is_s3(path):
-            thread_s3io().delete(path)
-        else:
-            _fs().delete([path])
+        _fs().delete([path])
 
 
 def delete_tree(directory: str) -> None:
@@ -455,8 +488,6 @@ def delete_tree(directory: str) -> None:
     if not paths:
         return
     if is_s3(directory):
-        failed = [(p, err) for p, err in thread_s3io().delete_files(paths) if err is not None]
-        if failed:
-            raise OSError(f"could not delete {len(failed)} objects under {directory}: {failed[0]}")
+        s3_delete_many(paths)
     else:
         _fs().delete(paths)

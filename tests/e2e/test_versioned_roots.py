@@ -89,6 +89,8 @@ def test_latest_moves_in_every_root_or_none(tmp_path, monkeypatch, capsys):
     assert main(["build", path, "--versioned", "--build-id", "v2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "DiskFullError" in err and "Thiết bị hết dung lượng" in err and "Traceback" not in err
+    # What the write needed, beside what was free: the LATEST it was writing, "v2\n".
+    assert "Bytes the write needed: 3" in err and "S\u1ed1 byte c\u1ea7n ghi: 3" in err
     for root in roots:
         assert (root / "LATEST").read_text() == "v1\n", root
 

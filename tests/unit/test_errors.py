@@ -530,6 +530,56 @@ SPEC_CASES = {
 
 # Variants the spec does not print, with their full expected text.
 EXTRA_CASES = {
+    "store_request_failed": (
+        lambda: E.StoreRequestError("PUT", "s3://b/out/manifest.json", "PutObject", 500, "InternalError",
+                                    "We encountered an internal error.", 4)
+        .with_claim("left", "s3://b/out/.mintdim-claim.json"),
+        """[english] StoreRequestError: The store kept failing a request; the build stopped and published nothing.
+
+Request: PUT s3://b/out/manifest.json (PutObject)
+
+Store answered: 500 InternalError: We encountered an internal error.
+
+Attempts: 4, the retry budget of one request (docs/decisions.md)
+
+Claim: could not be removed, the store failed that too: delete s3://b/out/.mintdim-claim.json (and the directory) before building into it again
+
+Fix: check the store (the answer above is its own), then build again into a new directory; nothing in this one can be trusted: delete it.
+
+[vietnam] StoreRequestError: Storage liên tục báo lỗi cho một request; build đã dừng và không publish gì.
+
+Request: PUT s3://b/out/manifest.json (PutObject)
+
+Storage trả lời: 500 InternalError: We encountered an internal error.
+
+Số lần thử: 4, giới hạn số lần thử của một request (docs/decisions.md)
+
+Claim: không xoá được vì storage cũng báo lỗi: hãy xoá s3://b/out/.mintdim-claim.json (và cả thư mục) trước khi build lại vào đó
+
+Cách sửa: kiểm tra storage (câu trả lời ở trên là của chính storage), rồi build lại vào thư mục mới; không thể tin dữ liệu trong thư mục này: hãy xoá nó.""",
+    ),
+    "disk_full_needed": (
+        lambda: E.DiskFullError("out/unit_16/shard_000000.bin", 4096, 1048576),
+        """[english] DiskFullError: No space left on the device while the build wrote its output; nothing was published.
+
+Path: out/unit_16/shard_000000.bin
+
+Free bytes now: 4096
+
+Bytes the write needed: 1048576
+
+Fix: free space (the build needs about its input's size twice, for staging and output) or choose an output on a larger disk, then build into a new directory.
+
+[vietnam] DiskFullError: Thiết bị hết dung lượng trong lúc build ghi output; không có gì được publish.
+
+Đường dẫn: out/unit_16/shard_000000.bin
+
+Số byte còn trống: 4096
+
+Số byte cần ghi: 1048576
+
+Cách sửa: hãy giải phóng dung lượng (build cần khoảng gấp đôi kích thước input, cho staging và output) hoặc chọn output trên đĩa lớn hơn, rồi build vào thư mục mới.""",
+    ),
     "pipeline_invalid": (
         lambda: E.PipelineValidationError.invalid(
             problem="on_overflow must be one of abort, truncate, skip, extend, got 'drop'",
@@ -926,6 +976,7 @@ def _error_class_names():
         "ReaderError",
         "ReportError",
         "DatasetAccessError",
+        "StoreRequestError",
     ]
 
 

@@ -76,3 +76,17 @@ def test_an_existing_file_is_replaced_whole(tmp_path, sources):
     target.write_bytes(b"x" * 100000)
     storage.write_ranges(str(target), [(sources[1], 0, None)])
     assert target.read_bytes() == _want([(sources[1], 0, None)])
+
+
+def test_a_full_disk_says_what_the_write_needed_and_stays_an_oserror():
+    """``NoSpaceError`` is the ENOSPC every caller already handles (``errno``,
+    ``filename``), carrying the bytes the write was about to put there, across a pickle
+    (a worker's error reaching the launcher)."""
+    import errno
+    import pickle
+
+    err = storage.NoSpaceError("out/unit_16/shard_000000.bin", 1 << 20)
+    again = pickle.loads(pickle.dumps(err))
+    for found in (err, again):
+        assert isinstance(found, OSError) and found.errno == errno.ENOSPC
+        assert found.filename == "out/unit_16/shard_000000.bin" and found.needed_bytes == 1 << 20
