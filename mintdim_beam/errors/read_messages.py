@@ -343,6 +343,3 @@ WARN_ROLE_ABSENT = Text("loss role {role!r} is not a role of this dataset (its r
                         "loss role {role!r} không phải role của dataset này (các role: {roles}); đã bỏ qua")
 WARN_NOT_CHAT = Text("--loss-roles {roles}: not a chat output, no loss roles to check",
                      "--loss-roles {roles}: không phải output chat, không có loss role nào để kiểm tra")
-WARN_PAIRS_NOT_RETOKENIZED = Text(
-    "--tokenizer: a preference-pair dataset's sources are not re-rendered yet; its source checks were skipped",
-    "--tokenizer: nguồn của dataset cặp preference chưa được render lại; các kiểm tra nguồn của nó đã được bỏ qua")

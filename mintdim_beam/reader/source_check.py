@@ -25,7 +25,6 @@ import numpy as np
 
 from mintdim_beam.reader import dataset as rd
 from mintdim_beam.errors import bilingual as B
-from mintdim_beam.errors import read_messages as R
 from mintdim_beam.format.chat import ABSENT, PARTS_PER_MESSAGE, parse_role_template, render_messages, segment_name
 from mintdim_beam.format.template import parse_template, render_value
 from mintdim_beam.reader.verify_report import LISTED_PER_CHECK, Checker
@@ -53,11 +52,6 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     from mintdim_beam.tokenization.adapters import open_tokenizer
     from mintdim_beam.tokenization.template_tokens import constant_segments
 
-    if (meta.manifest.get("source") or {}).get("pairs") is not None:
-        # A pair line is two samples (chosen, rejected) rendered by the pair rules; their
-        # re-rendering is not here yet: said, rather than listing every row as a problem.
-        chk.warning(names.MANIFEST, R.WARN_PAIRS_NOT_RETOKENIZED)
-        return
     info = meta.manifest.get("tokenizer") or {}
     path = info.get("path") if tokenizer == "manifest" else tokenizer
     try:
@@ -72,6 +66,7 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
     files, templates = source.get("files") or [], source.get("templates") or []
     fields = source.get("fields") or []
     chats = source.get("chat")
+    pairs = source.get("pairs")
     n = len(index)
     picks = np.arange(n) if sample_rows <= 0 or sample_rows >= n else \
         np.unique(np.linspace(0, n - 1, sample_rows).round().astype(np.int64))
@@ -85,7 +80,8 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
                     truncated.add(row["sample_id"])
     built_from = {e.get("path"): e.get("sha256") for e in (meta.manifest.get("fingerprint") or {}).get("inputs") or []
                   if isinstance(e, dict)}
-    lines = _lines_by_id(chk, files, claims, {int(index.sample_id[r]) for r in picks.tolist()}, built_from)
+    lines = _lines_by_id(chk, files, claims, {int(index.sample_id[r]) for r in picks.tolist()}, built_from,
+                         per_line=2 if isinstance(pairs, list) else 1)
     if not n:
         return
     try:
@@ -97,19 +93,36 @@ def retokenize(chk: Checker, meta: output_files.Metadata, index: sample_index.Sa
         parsed = [_parsed_chat(c, tok, fi) for fi, c in enumerate(chats)]
     else:
         parsed = [_parsed(t, tok, fi, constant_segments) for fi, t in enumerate(templates)]
+    partner = {}
+    if isinstance(pairs, list):
+        # A pair line is two samples, chosen then rejected (core.pair_lines): each side
+        # renders as a line of the file's template or chat would; its unit is its pair's.
+        parsed = [PairRender(pairs[fi], one) if fi < len(pairs) and isinstance(pairs[fi], dict)
+                  and not isinstance(one, Exception) else one for fi, one in enumerate(parsed)]
+        if index.pair_id is not None:
+            order = np.argsort(index.pair_id, kind="stable")
+            ids = index.pair_id[order]
+            for k in np.flatnonzero((ids[1:] == ids[:-1]) & (ids[1:] >= 0)).tolist():
+                partner[int(order[k])], partner[int(order[k + 1])] = int(order[k + 1]), int(order[k])
     records = _unit_records(reader, index, picks)
     for start in range(0, len(picks), RETOKENIZE_ROWS):
         rows = _rendered_rows(chk, index, picks[start:start + RETOKENIZE_ROWS], lines, files, parsed)
         encoded = _encode_all(tok, rows, parsed)
         for (r, sid, fi, where, texts, obj), expected in zip(rows, encoded):
+            pair = parsed[fi] if isinstance(parsed[fi], PairRender) else None
+            if pair is not None:
+                obj = pair.check_row(chk, index, r, where, obj)
             if isinstance(obj, ChatRendered):
                 empty = obj.empty
                 if index.roles(r) != obj.roles:
                     chk.problem(names.SAMPLE_INDEX, f"{where}: roles is {list(index.roles(r) or [])}, the source's "
                                                  f"messages have roles {list(obj.roles)}", line=int(index.row_line[r]))
+            elif pair is not None:
+                empty = pair.empty_fields(obj, sid)
             else:
                 empty = _empty_fields(fields[fi] if fi < len(fields) else None, obj)
-            written = _check_columns(chk, meta, index, r, where, expected, sid in truncated, empty)
+            partner_tokens = int(index.token_count[partner[r]]) if r in partner else None
+            written = _check_columns(chk, meta, index, r, where, expected, sid in truncated, empty, partner_tokens)
             if sid in truncated:
                 expected = _truncate(expected, written)
             if _check_record(chk, meta, index, reader, r, where, expected, records.get(r)):
@@ -149,10 +162,13 @@ def _rendered_rows(chk: Checker, index: sample_index.SampleIndex, picks: np.ndar
             obj = json.loads(text)
             if isinstance(parsed[fi], Exception):
                 raise parsed[fi]
-            if isinstance(parsed[fi], ChatRender):
-                texts, obj = parsed[fi].render(obj)
+            how = parsed[fi]
+            if isinstance(how, PairRender):
+                obj, how = how.side(obj, sid), how.inner
+            if isinstance(how, ChatRender):
+                texts, obj = how.render(obj)
             else:
-                segments, fixed = parsed[fi]
+                segments, fixed = how
                 texts = [render_value(s.text, obj[s.text]) if s.is_field else fixed[j].text
                          for j, s in enumerate(segments)]
         except Exception as exc:  # a source changed since the build
@@ -175,10 +191,11 @@ def _encode_all(tok, rows: list, parsed: list) -> list:
     distinct: dict = {}
     keys = []
     for _, _, fi, _, texts, obj in rows:
+        how = parsed[fi].inner if isinstance(parsed[fi], PairRender) else parsed[fi]
         if isinstance(obj, ChatRendered):
-            keys.append(parsed[fi].keys(texts, obj.codes, distinct))
+            keys.append(how.keys(texts, obj.codes, distinct))
             continue
-        segments, fixed = parsed[fi]
+        segments, fixed = how
         keys.append([distinct.setdefault(t, len(distinct)) if s.is_field else np.asarray(fixed[j].ids, np.int64)
                      for j, (s, t) in enumerate(zip(segments, texts))])
     flat, lengths = tok.encode_batch(list(distinct)) if distinct else (np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -240,6 +257,49 @@ class ChatRender:
             else:
                 out.append(empty if code == ABSENT else self.ids[part // 2][code])
         return out
+
+
+class PairRender:
+    """A pair file's settings (the manifest's ``source.pairs`` entry) around its template
+    or chat rendering: sample ``2k`` of the pair lines is line ``k``'s chosen side,
+    ``2k + 1`` its rejected side, each rendered as the build does (``core.pair_lines``)."""
+
+    def __init__(self, settings: dict, inner):
+        self.prompt, self.completions = settings.get("prompt"), (settings["chosen"], settings["rejected"])
+        self.inner = inner
+        self.prompt_counts: dict = {}     # sample id -> its prompt's messages (conversations)
+
+    def side(self, obj: dict, sid: int) -> dict:
+        """The line a side renders as: its prompt and completion under the template's
+        names, or its prompt's and completion's messages under the chat's field."""
+        key = self.completions[sid % 2]
+        if isinstance(self.inner, ChatRender):
+            messages = []
+            for name in ([self.prompt] if self.prompt else []) + [key]:
+                value = obj[name]
+                messages.append([value] if isinstance(value, dict) else value)
+            if not all(isinstance(m, list) for m in messages):
+                raise ValueError("a pair's messages are not lists")
+            self.prompt_counts[sid] = len(messages[0]) if self.prompt else 0
+            return {self.inner.field: [m for part in messages for m in part]}
+        found = {"completion": obj[key]}
+        if self.prompt:
+            found["prompt"] = obj[self.prompt]
+        return found
+
+    def empty_fields(self, obj: dict, sid: int) -> tuple:
+        """The source keys whose value renders empty, as the build lists them."""
+        names = ([("prompt", self.prompt)] if self.prompt else []) + [("completion", self.completions[sid % 2])]
+        return tuple(real for name, real in names if render_value(name, obj[name]) == "")
+
+    def check_row(self, chk: Checker, index: sample_index.SampleIndex, r: int, where: str, obj):
+        """A conversation pair's ``prompt_messages`` against its source; ``obj`` as it was."""
+        if isinstance(obj, ChatRendered) and index.prompt_messages is not None:
+            got, want = int(index.prompt_messages[r]), self.prompt_counts.pop(int(index.sample_id[r]), None)
+            if want is not None and got != want:
+                chk.problem(names.SAMPLE_INDEX, f"{where}: prompt_messages is {got}, the source's prompt has "
+                                             f"{want} messages", line=int(index.row_line[r]))
+        return obj
 
 
 def _parsed_chat(settings, tok, fi: int):
@@ -312,19 +372,21 @@ def _empty_fields(names, obj: dict):
 
 
 def _check_columns(chk: Checker, meta: output_files.Metadata, index: sample_index.SampleIndex, r: int, where: str,
-                   expected: list, truncated: bool, empty) -> int:
+                   expected: list, truncated: bool, empty, partner_tokens=None) -> int:
     """The row's columns that its source line decides, against what it says:
     ``token_count`` (the tokens written: all of them, or the largest unit's worth when
     the overflow policy truncated the sample), ``unit_size`` (the smallest unit that
-    holds them, DESIGN.md §4; units added by ``extend`` included) and ``empty_fields``.
-    Returns the token count the source gives."""
+    holds them, DESIGN.md §4; units added by ``extend`` included; a pair's record: the
+    one that holds the longer of the pair, ``partner_tokens`` being the other's written
+    tokens) and ``empty_fields``. Returns the token count the source gives."""
     total = sum(len(e) for e in expected)
     sizes = list(meta.unit_sizes)
-    if truncated:
-        unit = written = max(sizes)
+    if truncated:       # a pair's shorter record may have been cut to nothing: its pair overflowed
+        written, unit = min(total, max(sizes)), max(sizes)
     else:
         written = total
-        unit = next((u for u in sizes if u >= total), None)
+        need = total if partner_tokens is None else max(total, partner_tokens)
+        unit = next((u for u in sizes if u >= need), None)
     line = int(index.row_line[r])
     got = int(index.token_count[r])
     if got != written:
@@ -383,7 +445,7 @@ class _LocationClaims:
 
 
 def _lines_by_id(chk: Checker, files: list, claims: _LocationClaims, wanted: set,
-                 built_from: dict) -> dict:
+                 built_from: dict, per_line: int = 1) -> dict:
     """One pass over the sources: ``{sample id: (file index, line, text)}`` for the
     ``wanted`` ids, and a problem for every claim whose location is not its id's line,
     and for a source whose sha256 is not the one ``built_from`` (the manifest's
@@ -398,16 +460,17 @@ def _lines_by_id(chk: Checker, files: list, claims: _LocationClaims, wanted: set
                 text = _line_text(raw, line_no == 1)
                 if not text.strip():
                     continue        # a blank line is not a sample
-                for name, at, file, line in claims.at(sid):
-                    if (file, line) != (fname, line_no):
-                        wrong += 1
-                        if wrong <= LISTED_PER_CHECK:
-                            chk.problem(name, f"sample {sid} comes from {fname}:{line_no} (sample ids number the "
-                                              f"non-blank lines of the sources), but the row says "
-                                              f"{file}:{line}", line=at)
-                if sid in wanted:
-                    found[sid] = (fi, line_no, text if isinstance(text, str) else text.decode("utf-8", "replace"))
-                sid += 1
+                for _ in range(per_line):   # a pair source's line is two samples
+                    for name, at, file, line in claims.at(sid):
+                        if (file, line) != (fname, line_no):
+                            wrong += 1
+                            if wrong <= LISTED_PER_CHECK:
+                                chk.problem(name, f"sample {sid} comes from {fname}:{line_no} (sample ids number "
+                                                  f"the non-blank lines of the sources), but the row says "
+                                                  f"{file}:{line}", line=at)
+                    if sid in wanted:
+                        found[sid] = (fi, line_no, text if isinstance(text, str) else text.decode("utf-8", "replace"))
+                    sid += 1
             want = built_from.get(fname)
             got = sha.hexdigest() if _plain(fname) else _stored_sha256(fname)
             if want is not None and got != want:

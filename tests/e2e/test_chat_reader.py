@@ -368,9 +368,8 @@ def test_pair_columns_are_read_and_exported(tmp_path, hf):
     assert table.column("roles").to_pylist()[2] == ["system", "user", "assistant"]
     report = verify_output(str(out))
     assert report.ok and not report.warnings, (report.problems, report.warnings)
-    report = verify_output(str(out), tokenizer="manifest")      # not re-rendered yet: said, not failed
-    assert report.ok and [w.text.en for w in report.warnings] == [
-        "--tokenizer: a preference-pair dataset's sources are not re-rendered yet; its source checks were skipped"]
+    report = verify_output(str(out), tokenizer="manifest")      # both sides of each line re-rendered
+    assert report.ok and not report.warnings and report.retokenized == 4, report.problems
     # a row edited to an unknown pair_role is refused, worded as the index problem it is
     index = out / "sample_index.jsonl"
     _rewrite_index(out, index.read_text().replace('"pair_role":"chosen"', '"pair_role":"best"', 1))

@@ -103,3 +103,16 @@ def test_preference_pairs_refuses_a_dataset_without_pairs(tmp_path, tok):
     with pytest.raises(ReaderError) as info:
         open_output(str(tmp_path / "out")).preference_pairs()
     assert "needs a preference-pair output" in info.value.english and "[vietnam]" in str(info.value)
+
+
+def test_verify_re_renders_both_sides_of_each_pair(tmp_path, tok):
+    from mintdim_beam.reader.verify import verify_output
+
+    build(tmp_path, tok, ROWS)
+    assert verify_output(str(tmp_path / "out"), tokenizer="manifest").retokenized == 6
+    edited = dict(ROWS[1], rejected="Wind and rain.")
+    write_jsonl(tmp_path / "pairs.jsonl", [ROWS[0], edited, ROWS[2]])
+    report = verify_output(str(tmp_path / "out"), tokenizer="manifest")
+    assert not report.ok
+    assert any("(sample 3)" in p.message for p in report.problems)
+    assert not any("(sample 2)" in p.message and "hash" in p.message for p in report.problems)
