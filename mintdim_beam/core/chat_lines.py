@@ -21,9 +21,8 @@ from typing import Optional
 import numpy as np
 
 from mintdim_beam import errors
-from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.config import FileSpec, Policies
-from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, ParsedSlice, load_object
+from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, slice_status, ParsedSlice, load_object
 from mintdim_beam.errors import chat_messages as C
 from mintdim_beam.errors.bilingual import Text
 from mintdim_beam.format.chat import (ABSENT, PARTS_PER_MESSAGE, ROLES_KEY, json_type_name, render_messages,
@@ -97,12 +96,9 @@ class ChatLineParser:
             extra[base + i] = {ROLES_KEY: [self.role_names[c] for c in sample_codes if c != ABSENT]}
             if empty_names:
                 empty[base + i] = empty_names
-        S = len(local_lines)
-        if S == 0:
+        if not local_lines:
             return None, pos
-        status = np.zeros(S, np.int8)
-        if bad:
-            status[np.asarray(list(bad), np.int64) - base] = BAD
+        status = slice_status(len(local_lines), bad, base)
         return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values,
                            codes=codes, extra=extra), pos
 

@@ -12,13 +12,11 @@ truncates them alike.
 
 from __future__ import annotations
 
-import numpy as np
 
 from mintdim_beam import errors
-from mintdim_beam.core.block_result import BAD
 from mintdim_beam.core.chat_lines import ChatLineParser, json_type_name
 from mintdim_beam.core.config import FileSpec, Policies
-from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, ParsedSlice, load_object
+from mintdim_beam.core.sample_lines import SLICE_CHARS, SLICE_SAMPLES, slice_status, ParsedSlice, load_object
 from mintdim_beam.errors import chat_messages as C
 from mintdim_beam.format.chat import PAIR_ROLE_KEY, PAIR_ROLES, PROMPT_MESSAGES_KEY, ROLES_KEY
 from mintdim_beam.format.template import FieldTypeError, render_value
@@ -76,12 +74,9 @@ class PairLineParser:
                 extra[base + i + k] = keys
                 if empty_names:
                     empty[base + i + k] = empty_names
-        S = len(local_lines)
-        if S == 0:
+        if not local_lines:
             return None, pos
-        status = np.zeros(S, np.int8)
-        if bad:
-            status[np.asarray(list(bad), np.int64) - base] = BAD
+        status = slice_status(len(local_lines), bad, base)
         return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values,
                            codes=codes if self.chat else None, extra=extra), pos
 

@@ -238,12 +238,9 @@ class LineParser:
             good.append(i)
             if empty_names:
                 empty[base + i] = list(empty_names)
-        S = len(local_lines)
-        if S == 0:
+        if not local_lines:
             return None, pos
-        status = np.zeros(S, np.int8)
-        if bad:
-            status[np.asarray(list(bad), np.int64) - base] = BAD
+        status = slice_status(len(local_lines), bad, base)
         return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values), pos
 
     def _clean_chunk(self, chunk: list):
@@ -315,6 +312,15 @@ class LineParser:
             return _Parsed(error=err)
         empty = tuple(name for name, v in zip(self.field_names, values) if v == "")
         return _Parsed(values=values, empty=empty)
+
+
+def slice_status(n: int, bad: dict, base: int) -> np.ndarray:
+    """The status column of a slice of ``n`` samples: OK, or BAD at its bad records
+    (``bad`` is keyed by local sample number, ``base`` the slice's first)."""
+    status = np.zeros(n, np.int8)
+    if bad:
+        status[np.asarray(list(bad), np.int64) - base] = BAD
+    return status
 
 
 def load_object(path: str, local_line: int, line, file_start: bool) -> Optional[_Parsed]:
