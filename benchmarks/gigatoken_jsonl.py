@@ -54,12 +54,12 @@ def main(argv=None) -> None:
 
 
 def _write_megatron(indexed_dataset, encoded, vocab_size: int, prefix: str) -> None:
-    """Megatron's writer, as ``preprocess_data_fast.py`` calls it (older checkouts
-    without ``add_documents_parallel``: one ``add_document`` per document)."""
+    """Megatron's writer, as ``preprocess_data_fast.py`` calls it: ``add_documents`` with
+    gigatoken's jagged array (older checkouts without it: one ``add_document`` a document)."""
     builder = indexed_dataset.IndexedDatasetBuilder(prefix + ".bin",
                                                     dtype=indexed_dataset.DType.optimal_dtype(vocab_size))
-    if hasattr(builder, "add_documents_parallel"):
-        builder.add_documents_parallel(encoded, num_workers=2)
+    if hasattr(builder, "add_documents"):
+        builder.add_documents(encoded)
     else:
         import numpy as np
         import torch
