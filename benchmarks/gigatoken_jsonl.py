@@ -6,8 +6,8 @@
 For each field: ``gt.Tokenizer(path).encode_files(gt.JsonlFileSource([corpus],
 field=key), parallel=True)``: Rust reads the file, parses each line, takes the field and
 encodes every value on gigatoken's thread pool (all cores). The fields are done one
-after another in this one process (Megatron starts a process per key, each with its own
-pool of all cores). Nothing is written unless ``--megatron`` names a Megatron-LM checkout:
+after another in this one process, as Megatron's script does them (``peers.py`` runs
+that script itself as its "Megatron fast path" row). Nothing is written unless ``--megatron`` names a Megatron-LM checkout:
 then each field's documents are written with its ``IndexedDatasetBuilder`` to
 ``PREFIX_<field>_document.bin/.idx``, as Megatron does (its code is imported from the
 checkout, never copied here; it needs torch). No template, no literals, no hashing, no
@@ -54,12 +54,12 @@ def main(argv=None) -> None:
 
 
 def _write_megatron(indexed_dataset, encoded, vocab_size: int, prefix: str) -> None:
-    """Megatron's writer, as ``preprocess_data_fast.py`` calls it (older checkouts
-    without ``add_documents_parallel``: one ``add_document`` per document)."""
+    """Megatron's writer, as ``preprocess_data_fast.py`` calls it: ``add_documents`` with
+    gigatoken's jagged array (older checkouts without it: one ``add_document`` a document)."""
     builder = indexed_dataset.IndexedDatasetBuilder(prefix + ".bin",
                                                     dtype=indexed_dataset.DType.optimal_dtype(vocab_size))
-    if hasattr(builder, "add_documents_parallel"):
-        builder.add_documents_parallel(encoded, num_workers=2)
+    if hasattr(builder, "add_documents"):
+        builder.add_documents(encoded)
     else:
         import numpy as np
         import torch
