@@ -33,6 +33,67 @@ from mintdim_beam.tokenization.unk_rows import CharColumn
 _NO_HASH = bytes(32)
 
 
+def text_digest(path: str, local_line: int, texts, digest=None):
+    """sha256 of a sample's rendered text (its segment texts joined, or ``digest(texts)``:
+    a template's ``LineParser.digest`` of its field values), or the line's
+    ``SourceParseError`` for a lone surrogate from a JSON ``\\u`` escape."""
+    try:
+        return digest(texts) if digest is not None else hashlib.sha256("".join(texts).encode("utf-8")).digest()
+    except UnicodeEncodeError:
+        return errors.SourceParseError(file=path, line=local_line, reason="invalid UTF-8")
+
+
+def parse_object_lines(path: str, policies: Policies, lines: list, pos: int, base: int, file_start: bool,
+                       render, per_line: int = 1, chat: bool = True) -> tuple:
+    """``sample_lines.LineParser.parse_slice``'s contract for lines rendered one object at
+    a time: ``render(local_line, obj)`` gives the line's samples, each ``(values, role
+    codes, empty names, extra row keys, digest)``, or the line's error, which every
+    of the line's ``per_line`` samples takes (a pair line is two). ``chat``: the samples
+    have role codes (``ParsedSlice.codes``)."""
+    local_lines: list = []
+    values: list = []
+    codes: list = []
+    good: list = []
+    hashes: list = []
+    bad: dict = {}
+    empty: dict = {}
+    extra: dict = {}
+    first_error = None
+    abort = policies.on_bad_record == "abort"
+    n, chars = len(lines), 0
+    while pos < n and len(local_lines) < SLICE_SAMPLES and chars < SLICE_CHARS:
+        local_line, line = pos, lines[pos]
+        pos += 1
+        chars += len(line)
+        loaded = load_object(path, local_line, line, file_start and local_line == 0)
+        if loaded is None:
+            continue
+        i = len(local_lines)
+        rendered = loaded.error if loaded.error is not None else render(local_line, loaded.values)
+        local_lines += [local_line] * per_line
+        if isinstance(rendered, errors.MintDimError):
+            hashes += [_NO_HASH] * per_line
+            for k in range(per_line):
+                bad[base + i + k] = (type(rendered).__name__, rendered.reason)
+            if abort:
+                first_error = (base + i, local_line, rendered)
+                break
+            continue
+        for k, (vals, sample_codes, empty_names, keys, digest) in enumerate(rendered):
+            hashes.append(digest)
+            values.append(vals)
+            codes.append(sample_codes)
+            good.append(i + k)
+            extra[base + i + k] = keys
+            if empty_names:
+                empty[base + i + k] = empty_names
+    if not local_lines:
+        return None, pos
+    status = slice_status(len(local_lines), bad, base)
+    return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values,
+                       codes=codes if chat else None, extra=extra), pos
+
+
 class ChatLineParser:
     """Parses, checks, renders and hashes conversation lines with one file's chat settings."""
 
@@ -48,59 +109,21 @@ class ChatLineParser:
         self.content_names = [segment_name(i, "content") for i in range(self.chat.max_messages)]
 
     def parse_slice(self, lines: list, pos: int, base: int, file_start: bool):
-        """``(ParsedSlice, next_pos)`` of the next slice of ``lines[pos:]`` (at most
-        ``SLICE_SAMPLES`` samples, about ``SLICE_CHARS`` characters), or ``(None,
+        """``(ParsedSlice, next_pos)`` of the next slice of ``lines[pos:]``, or ``(None,
         next_pos)`` when only blank lines were left; ``sample_lines.LineParser``'s contract."""
-        local_lines: list = []
-        values: list = []
-        codes: list = []
-        good: list = []
-        hashes: list = []
-        bad: dict = {}
-        empty: dict = {}
-        extra: dict = {}
-        first_error = None
-        abort = self.policies.on_bad_record == "abort"
-        n, chars = len(lines), 0
-        while pos < n and len(local_lines) < SLICE_SAMPLES and chars < SLICE_CHARS:
-            local_line, line = pos, lines[pos]
-            pos += 1
-            chars += len(line)
-            loaded = load_object(self.spec.path, local_line, line, file_start and local_line == 0)
-            if loaded is None:
-                continue
-            i = len(local_lines)
-            local_lines.append(local_line)
-            error = loaded.error
-            if error is None:
-                rendered = self._render(local_line, loaded.values)
-                if isinstance(rendered, errors.MintDimError):
-                    error = rendered
-                else:
-                    vals, sample_codes, empty_names = rendered
-                    try:
-                        digest = hashlib.sha256("".join(vals).encode("utf-8")).digest()
-                    except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
-                        error = errors.SourceParseError(file=self.spec.path, line=local_line, reason="invalid UTF-8")
-            if error is not None:
-                hashes.append(_NO_HASH)
-                bad[base + i] = (type(error).__name__, error.reason)
-                if abort:
-                    first_error = (base + i, local_line, error)
-                    break
-                continue
-            hashes.append(digest)
-            values.append(vals)
-            codes.append(sample_codes)
-            good.append(i)
-            extra[base + i] = {ROLES_KEY: [self.role_names[c] for c in sample_codes if c != ABSENT]}
-            if empty_names:
-                empty[base + i] = empty_names
-        if not local_lines:
-            return None, pos
-        status = slice_status(len(local_lines), bad, base)
-        return ParsedSlice(base, local_lines, status, hashes, bad, empty, first_error, good, values,
-                           codes=codes, extra=extra), pos
+        return parse_object_lines(self.spec.path, self.policies, lines, pos, base, file_start, self.render_line)
+
+    def render_line(self, local_line: int, obj: dict):
+        """``[(slot texts, role codes, empty names, extra row keys, digest)]`` of one
+        conversation line, or its error."""
+        rendered = self._render(local_line, obj)
+        if isinstance(rendered, errors.MintDimError):
+            return rendered
+        vals, codes, empty_names = rendered
+        digest = text_digest(self.spec.path, local_line, vals)
+        if isinstance(digest, errors.MintDimError):
+            return digest
+        return [(vals, codes, empty_names, {ROLES_KEY: [self.role_names[c] for c in codes if c != ABSENT]}, digest)]
 
     def _render(self, local_line: int, obj: dict):
         """``(slot texts, role codes, empty content names)`` of one conversation, or its error."""
