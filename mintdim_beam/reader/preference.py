@@ -50,12 +50,13 @@ class PreferencePairs:
         chosen = rows[ix.pair_role[rows] == PAIR_ROLES.index("chosen")]
         rejected = rows[ix.pair_role[rows] == PAIR_ROLES.index("rejected")]
         c_ids, r_ids = ix.pair_id[chosen], ix.pair_id[rejected]
-        if len(chosen) != len(rejected) or (c_ids != r_ids).any() or len(np.unique(c_ids)) != len(c_ids):
-            seen, partners = np.unique(ix.pair_id[rows], return_counts=True)
-            odd = seen[partners != 2]
-            bad = int(odd[0]) if len(odd) else int(c_ids[np.flatnonzero(c_ids != r_ids)[0]]) if len(
-                c_ids) == len(r_ids) else int(seen[0])
-            raise ReaderError("pair_broken", reader.path, pair_id=bad, problem="its records do not pair up")
+        if len(chosen) != len(rejected) or (c_ids != r_ids).any():
+            # the first pair id that is not exactly one chosen and one rejected record
+            seen, counts = np.unique(np.concatenate([c_ids * 2, r_ids * 2 + 1]), return_counts=True)
+            ids, sides = np.unique(seen // 2, return_counts=True)
+            odd = np.union1d(ids[sides != 2], seen[counts != 1] // 2)
+            raise ReaderError("pair_broken", reader.path, pair_id=int(odd[0]) if len(odd) else int(c_ids[0]),
+                              problem="its records do not pair up")
         apart = np.flatnonzero(ix.unit[chosen] != ix.unit[rejected])
         if len(apart):
             raise ReaderError("pair_broken", reader.path, pair_id=int(c_ids[apart[0]]),

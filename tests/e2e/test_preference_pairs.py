@@ -116,3 +116,16 @@ def test_verify_re_renders_both_sides_of_each_pair(tmp_path, tok):
     assert not report.ok
     assert any("(sample 3)" in p.message for p in report.problems)
     assert not any("(sample 2)" in p.message and "hash" in p.message for p in report.problems)
+
+
+def test_a_pair_without_its_rejected_record_is_refused(tmp_path, tok):
+    build(tmp_path, tok, ROWS)
+    index = tmp_path / "out" / "sample_index.jsonl"
+    text = index.read_text(encoding="utf-8")
+    assert text.count('"pair_id":1,"pair_role":"rejected"') == 1
+    index.write_text(text.replace('"pair_id":1,"pair_role":"rejected"', '"pair_id":1,"pair_role":"chosen"'),
+                     encoding="utf-8")
+    ds = open_output(str(tmp_path / "out"))       # the index itself is well formed
+    with pytest.raises(ReaderError) as info:
+        ds.preference_pairs()
+    assert "pair 1: its records do not pair up" in info.value.english
