@@ -7,10 +7,10 @@ index rows. Staging is storage that someone else may be able to write (a shared
 scratch folder, a bucket prefix), so what is read back must never be able to run
 code: no pickle. The format is
 
-    b"MDMETA1\\n" | u64 header length | header (UTF-8 JSON) | arrays
+    b"MDMETA2\\n" | u64 header length | header (UTF-8 JSON) | arrays
 
-where the header holds the plain values (line count, empty fields, bad records, the
-rendered UNK parts) and, for each array, its name, dtype (one of a fixed few), shape
+where the header holds the plain values (line count, the distinct lists of empty
+fields, bad records, the rendered UNK parts) and, for each array, its name, dtype (one of a fixed few), shape
 and byte offset. :func:`decode` accepts nothing else: an unknown dtype, an array that
 runs past the end, a shape that disagrees with its bytes, or a column of the wrong
 length is a ``ValueError``. The write stage also compares the section's sha256 with
@@ -26,7 +26,7 @@ import orjson
 from mintdim_beam.core.block_result import BlockResult
 from mintdim_beam.tokenization.unk_rows import CharColumn, UnkTable
 
-MAGIC = b"MDMETA1\n"
+MAGIC = b"MDMETA2\n"
 _ALIGN = 8
 #: The only dtypes a spilled array may have.
 _DTYPES = {np.dtype(t).str: np.dtype(t) for t in ("<i1", "<i2", "<i4", "<i8", "|u1", "<u4")}
@@ -63,10 +63,18 @@ def encode(meta: BlockResult) -> bytes:
     for text in unk.rendered_text:
         index.append(strings.setdefault(text, len(strings)))
     arrays["unk.rendered_index"] = _narrow(np.asarray(index, np.int64))
+    # Empty fields: most samples of a corpus with optional fields have some, and their
+    # lists are a few distinct ones, so two columns (the sample, its list's index in
+    # the header's table) rather than a JSON pair a sample.
+    empty = meta.empty_fields
+    lists: dict = {}
+    codes = [lists.setdefault(t, len(lists)) for t in map(tuple, empty.values())]
+    arrays["empty.sample"] = _narrow(np.fromiter(empty.keys(), np.int64, len(empty)))
+    arrays["empty.list"] = _narrow(np.asarray(codes, np.int64))
     listing, chunks, at = [], [], 0
     for name, array in arrays.items():
-        if not array.size and name.startswith("unk."):
-            continue            # an absent UNK column reads back empty: most blocks have none
+        if not array.size and name.startswith(("unk.", "empty.")):
+            continue            # an absent column reads back empty: most blocks have no UNK
         array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         data = array.tobytes()
         listing.append([name, array.dtype.str, list(array.shape), at])
@@ -76,7 +84,7 @@ def encode(meta: BlockResult) -> bytes:
     header = orjson.dumps({
         "n_lines": int(meta.n_lines),
         "arrays": listing,
-        "empty_fields": [[int(s), list(names)] for s, names in meta.empty_fields.items()],
+        "empty_lists": [list(names) for names in lists],
         "bad": [[int(s), str(kind), str(reason)] for s, (kind, reason) in meta.bad.items()],
         "rendered_strings": list(strings),
         "extra": [[int(s), row] for s, row in meta.extra.items()],
@@ -100,6 +108,19 @@ def _shared_strings(strings: list, index: np.ndarray) -> list:
     if len(index) and (int(index.min()) < 0 or int(index.max()) >= len(strings)):
         raise ValueError("spilled block result: a rendered UNK part out of range")
     return [strings[i] for i in index.tolist()]
+
+
+def _empty_fields(lists, samples: np.ndarray, codes: np.ndarray) -> dict:
+    """Sample -> its empty fields' names, from the two spilled columns and the table;
+    samples with the same list share one list object."""
+    if not isinstance(lists, list) or not all(isinstance(names, list) for names in lists):
+        raise ValueError("spilled block result: the empty fields' table is not a list of lists")
+    table = [[str(n) for n in names] for names in lists]
+    if len(samples) != len(codes):
+        raise ValueError("spilled block result: empty-field columns of different lengths")
+    if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= len(table)):
+        raise ValueError("spilled block result: an empty-field list out of range")
+    return dict(zip(samples.tolist(), map(table.__getitem__, codes.tolist())))
 
 
 def decode(data: bytes) -> BlockResult:
@@ -129,8 +150,8 @@ def decode(data: bytes) -> BlockResult:
             if offset < 0 or end > len(body):
                 raise ValueError(f"spilled block result: array {name!r} runs past the end")
             arrays[name] = np.frombuffer(body, kind, count, offset).reshape(shape).astype(kind.newbyteorder("="))
-        for name in _UNK_INTS + ("char_ends", "rendered_index"):
-            arrays.setdefault(f"unk.{name}", _EMPTY_INTS)
+        for name in [f"unk.{n}" for n in _UNK_INTS + ("char_ends", "rendered_index")] + ["empty.sample", "empty.list"]:
+            arrays.setdefault(name, _EMPTY_INTS)
         arrays.setdefault("unk.char_codes", _EMPTY_CODES)
         n_samples = len(arrays["status"])
         if any(len(arrays[name]) != n_samples for name in _RESULT_ARRAYS):
@@ -143,7 +164,7 @@ def decode(data: bytes) -> BlockResult:
             n_lines=int(header["n_lines"]),
             local_line=arrays["local_line"], status=arrays["status"], token_count=arrays["token_count"],
             orig_count=arrays["orig_count"], unit=arrays["unit"], digests=arrays["digests"],
-            empty_fields={int(s): [str(n) for n in names] for s, names in header["empty_fields"]},
+            empty_fields=_empty_fields(header["empty_lists"], arrays["empty.sample"], arrays["empty.list"]),
             unk=unk,
             bad={int(s): (str(kind), str(reason)) for s, kind, reason in header["bad"]},
             extra=_rows(header.get("extra", [])),

@@ -439,9 +439,7 @@ class HuggingFaceTokenizer(Tokenizer):
     def _encode_batch(self, texts):
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        long = [i for i, t in enumerate(texts) if len(t) >= LONG_TEXT_CHARS] \
-            if self._long_words is not None or self._pieces is not None else []
-        if not long:
+        if (self._long_words is None and self._pieces is None) or max(map(len, texts)) < LONG_TEXT_CHARS:
             return self._encode_short(texts)
         # Every text's ids are appended to one C int array (ids are far below 2^31),
         # which numpy views without a copy: a long text's ids are written once, window

@@ -387,3 +387,21 @@ def test_realdata_olmo_tokenizer(realdata):
     texts += [letters[:40_000], letters[40_000:90_000].lower(), "9" * 40_000]
     _assert_same(tok, words, texts)
     assert words._parts._plain is not None and words._parts._pairs   # GPT-NeoX allows parts
+
+
+def test_the_batch_check_of_unicode_14_agrees_with_the_pattern_on_every_code_point():
+    """``outside_unicode14_in`` (a table over a batch) finds exactly the texts the
+    pattern finds, for every code point (lone surrogates included), alone and
+    among others in a batch."""
+    from mintdim_beam.tokenization.accel.bpe_words import outside_unicode14, outside_unicode14_in
+
+    pattern = outside_unicode14()
+    points = [chr(c) for c in range(0x110000)]
+    want = [i for i, c in enumerate(points) if pattern.search(c) is not None]
+    assert outside_unicode14_in(points) == want
+    assert 0xD800 in want and 0x41 not in want and len(want) > 800_000
+    rng = random.Random(3)
+    pool = ["", "ascii", "Tiếng Việt", "中文", "\U0001fae8", "a\u088fb", "\ud800", "e\u0301"]
+    for _ in range(200):
+        texts = [rng.choice(pool) for _ in range(rng.randrange(1, 9))]
+        assert outside_unicode14_in(texts) == [i for i, t in enumerate(texts) if pattern.search(t)]

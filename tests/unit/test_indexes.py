@@ -257,3 +257,24 @@ def test_a_crafted_spill_is_refused_and_runs_nothing(tmp_path):
             spill_meta.decode(data)
     assert not marker.exists()
     assert spill_meta.decode(good).n_lines == 3
+
+
+def test_spilled_empty_fields_read_back_through_their_table():
+    """Empty fields spill as two columns and a table of the distinct lists: they read
+    back as written, and a list index outside the table is refused."""
+    from mintdim_beam.core import spill_meta
+
+    n = 200
+    empty = {s: (["input"] if s % 3 else ["input", "output"]) for s in range(0, n, 2)}
+    meta = BlockResult(n_lines=n, status=np.zeros(n, np.int8), local_line=np.arange(n),
+                       token_count=np.ones(n, np.int64), orig_count=np.ones(n, np.int64),
+                       unit=np.full(n, 8), digests=np.zeros((n, 32), np.uint8), empty_fields=empty)
+    data = spill_meta.encode(meta)
+    assert spill_meta.decode(data).empty_fields == empty
+    assert data.count(b'"output"') == 1          # each distinct list once, not once a sample
+    table = b'"empty_lists":[["input","output"],["input"]]'
+    shorter = b'"empty_lists":[["input"]]'
+    broken = data.replace(table, shorter + b" " * (len(table) - len(shorter)), 1)   # the header keeps its length
+    assert broken != data
+    with pytest.raises(ValueError, match="out of range"):
+        spill_meta.decode(broken)

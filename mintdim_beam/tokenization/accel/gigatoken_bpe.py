@@ -57,7 +57,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from mintdim_beam.tokenization.accel.bpe_words import byte_chars, outside_unicode14
+from mintdim_beam.tokenization.accel.bpe_words import byte_chars, outside_unicode14, outside_unicode14_in
 
 log = logging.getLogger(__name__)
 
@@ -448,6 +448,21 @@ class GigatokenBPE:
             return True
         return self._nfc and not unicodedata.is_normalized("NFC", text)
 
+    def _directs(self, texts: list) -> list:
+        """The indices of the texts of a batch that go to the fallback (``_direct``),
+        asked of the whole batch: the code points outside Unicode 14 are found in one
+        pass (``outside_unicode14_in``), and a batch whose concatenation is NFC has
+        every text NFC (a text's composition and ordering happen inside it; joining
+        texts can only add changes at the joins), so texts are asked one by one only
+        under an NFC normalizer, when the batch is not NFC."""
+        joined = "".join(texts)
+        if joined.isascii():
+            return []
+        outside = outside_unicode14_in(texts, joined)
+        if not self._nfc or unicodedata.is_normalized("NFC", joined):
+            return outside
+        return [i for i, t in enumerate(texts) if self._direct(t)]
+
     def _off(self, exc: BaseException) -> None:
         self._backend = None
         self.reason = f"gigatoken failed: {type(exc).__name__}: {str(exc).strip()[:200]}"
@@ -492,7 +507,7 @@ class GigatokenBPE:
         self.prepare()
         if self._backend is None or not texts:
             return self._fallback.encode_batch(texts)
-        direct = [i for i, t in enumerate(texts) if self._direct(t)]
+        direct = self._directs(texts)
         if not direct:
             got = self._gigatoken(texts)
             if got is None:
