@@ -54,6 +54,8 @@ _JSON_SPACE = " \t\n\r"
 # for the strings a template renders. Anything it refuses takes the standard decoder.
 _LOADS = orjson.loads
 _CONTAINERS = frozenset((dict, list))
+_OPEN = {bytes: b"{", str: "{"}
+_BRACKET = {bytes: b"[", str: "["}
 #: Characters of field values from which a sample is hashed part by part (_digest).
 _HASH_IN_PARTS = 1 << 20
 #: The deepest nesting of arrays and objects a line may have (the object of the line is
@@ -255,12 +257,20 @@ class LineParser:
         line by line, where every problem gets its exact error.
         """
         try:
-            objs = list(map(_LOADS, chunk))
-            # dict.values refuses a line that is not an object; a line nesting deeper
-            # than FAST_MAX_DEPTH goes line by line, where MAX_JSON_DEPTH is checked.
-            if not _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))):
-                if not all(map(_shallow, objs)):
-                    return None
+            # A chunk with one "{" a line and no "[" holds no nested value: each line's
+            # object is dropped as soon as its fields are picked (fewer live objects
+            # for the garbage collector to walk). Otherwise every object is looked
+            # into: dict.values refuses a line that is not an object; a line nesting
+            # deeper than FAST_MAX_DEPTH goes line by line, where MAX_JSON_DEPTH is checked.
+            joined = (b"" if type(chunk[0]) is bytes else "").join(chunk)
+            if joined.count(_OPEN[type(joined)]) == len(chunk) and _BRACKET[type(joined)] not in joined:
+                objs = map(_LOADS, chunk)
+            else:
+                objs = list(map(_LOADS, chunk))
+                if not _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))):
+                    if not all(map(_shallow, objs)):
+                        return None
+            del joined
             if self._one_field:
                 singles = list(map(self._get_fields, objs))
                 values = [(v,) for v in singles]

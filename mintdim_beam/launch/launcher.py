@@ -334,6 +334,10 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
     else:
         config = patterns.expand(config)
     pre = preflight.check(config, ask=ask, interactive=interactive, claim=False, sizes=input_sizes)
+    # Only the digests are kept: the tokenizers the checks loaded (tens of MiB each) are
+    # the workers' to load, not the launcher's to hold for the whole build.
+    tokenizer_sha256 = {s.path: d for s, d in pre.tokenizer_sha256.items()}
+    del pre
     # The block plan, made once from the listed sizes: the runner's tuning, the progress
     # total and the pipeline's encode groups all read this one list.
     groups = blocks.plan_groups(config, input_sizes)
@@ -365,7 +369,7 @@ def launch(config: BuildConfig, runner=None, options=None, ask=None, interactive
         # The guard rails the published outputs passed (None: no limit); never in the manifest,
         # since they change no byte of an output.
         "limits": dataclasses.asdict(config.limits),
-        "tokenizer_sha256": {s.path: d for s, d in pre.tokenizer_sha256.items()},
+        "tokenizer_sha256": tokenizer_sha256,
         "versions": _versions(),
     }
     # Claimed last, when nothing before the pipeline can fail and leave a claim behind;

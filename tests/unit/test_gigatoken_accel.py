@@ -231,6 +231,23 @@ def test_the_probe_finds_a_vocabulary_that_differs(olmo):
     _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
 
 
+def test_a_library_object_that_pads_is_refused_before_the_battery():
+    """A ``tokenizer.json`` may carry padding: a library object left padding would answer
+    every battery text at the longest one's length. The probe refuses it without
+    encoding anything."""
+    text = (TESTDATA / "hf_bytelevel_bpe.json").read_text(encoding="utf-8")
+    tok = _library(text)
+    tok.enable_padding(pad_id=0, pad_token="<pad>", length=4096)
+    from gigatoken.gigatoken_rs import load_hf_json
+
+    why = gigatoken_bpe.probe(tok, load_hf_json(text), json.loads(text),
+                              texts=["x" * 10_000_000])   # would be 10 M ids a text if encoded
+    assert why == "the library's tokenizer pads or truncates its answers"
+    tok.no_padding()
+    tok.enable_truncation(8)
+    assert gigatoken_bpe.probe(tok, load_hf_json(text), json.loads(text)) == why
+
+
 def test_the_probe_finds_ids_that_differ():
     """A battery text whose ids gigatoken gets wrong (here: a backend that drops the
     last token of every text) switches it off."""

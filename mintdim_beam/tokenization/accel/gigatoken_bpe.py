@@ -74,7 +74,7 @@ PROBE_AFTER = 1 << 16
 #: again from the same bytes once the process has grown by this much since it was
 #: loaded (resident set, ``/proc/self/statm``), or, where that cannot be read, after
 #: ``CACHE_CHARS`` characters.
-CACHE_BUDGET = 256 << 20
+CACHE_BUDGET = 64 << 20
 CACHE_CHARS = 1 << 26
 
 #: Ids are handed over as int32, the type of the word encoder's ids.
@@ -647,6 +647,10 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
     ``direct``: texts it says the fallback encodes are left out of the battery (the
     encoder never gives them to gigatoken). ``texts``: the battery (default
     :func:`probe_texts`)."""
+    if getattr(tokenizer, "padding", None) is not None or getattr(tokenizer, "truncation", None) is not None:
+        # The adapter hands over a library object with both off; one that pads would
+        # give every text of the battery the longest one's length (GiBs of ids).
+        return "the library's tokenizer pads or truncates its answers"
     spiece = sentencepiece_style(config)
     expected = _expected_vocab(tokenizer, spiece)
     if expected is None:
