@@ -18,6 +18,7 @@ tokenizer work (``repeat_cache`` for whole samples, ``text_cache`` for field val
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -196,9 +197,8 @@ class BlockEncoder:
             good, values, repeats, store = self._repeats.split(good, values, hashes)
         texts: list = []
         if values:
-            columns = list(zip(*values))
             for k in self._slot_field:
-                texts.extend(columns[k])
+                texts.extend(map(operator.itemgetter(k), values))
         encoded = None
         if texts:
             if self._chat is not None:

@@ -274,12 +274,12 @@ class LineParser:
             if self._one_field:
                 singles = list(map(self._get_fields, objs))
                 values = [(v,) for v in singles]
-                kinds = set(map(type, singles))
+                columns = [singles]
             else:
                 values = list(map(self._get_fields, objs))
-                kinds = set(map(type, chain.from_iterable(values)))
-            if kinds != {str}:
-                return None
+                columns = [list(map(operator.itemgetter(k), values)) for k in range(len(self.field_names))]
+            for column in columns:
+                "".join(column)    # a TypeError (the line-by-line path) unless every value is a str
             if len(chunk) == 1:       # maybe a huge line (alone in its chunk): in parts
                 hashes = [self._digest(values[0])]
             else:
@@ -287,16 +287,17 @@ class LineParser:
                 hashes = [sha256(d).digest() for d in map(str.encode, starmap(self._render, values))]
         except Exception:  # noqa: BLE001 - any failure means: take the line-by-line path
             return None
+        # Sample -> its empty fields' names. Samples with the same names share one list,
+        # which nothing changes afterwards (a second field makes new lists).
         empty: dict = {}
-        for k, column in enumerate(zip(*values)):
+        for name, column in zip(self.field_names, columns):
             if "" in column:
-                name = self.field_names[k]
                 at = compress(range(len(column)), map(operator.not_, column))   # the empty ones
                 if empty:
                     for i in at:
-                        empty.setdefault(i, []).append(name)
+                        empty[i] = empty[i] + [name] if i in empty else [name]
                 else:
-                    empty = {i: [name] for i in at}
+                    empty = dict.fromkeys(at, [name])
         return values, hashes, empty
 
     def _parse(self, local_line: int, line, file_start: bool) -> Optional[_Parsed]:

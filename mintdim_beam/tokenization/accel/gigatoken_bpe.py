@@ -41,8 +41,8 @@ process and the batch is encoded again by the fallback: a failure it can see nev
 fails a build and never reaches its ids. UNK positions and offsets (the UNK audit) still
 come from the library: the adapter asks it for the offsets of the texts whose ids hold
 the unknown id. gigatoken's word cache only grows, so its tokenizer is loaded again
-from the same bytes whenever the process has grown by ``CACHE_BUDGET`` since
-(``GigatokenBPE._recycle``).
+from the same bytes whenever the process has grown by ``CACHE_BUDGET`` in its calls
+since (``GigatokenBPE._recycle``).
 """
 
 from __future__ import annotations
@@ -71,9 +71,10 @@ PROBE_AFTER = 1 << 16
 #: gigatoken keeps every distinct word it has seen, in a cache that only grows (0.10:
 #: about 10 bytes per character of distinct words, 3 GiB after 340 MB of words that
 #: never repeat) and that goes with its tokenizer object. So the tokenizer is loaded
-#: again from the same bytes once the process has grown by this much since it was
-#: loaded (resident set, ``/proc/self/statm``), or, where that cannot be read, after
-#: ``CACHE_CHARS`` characters.
+#: again from the same bytes once the process has grown by this much during its calls
+#: since it was loaded (resident set before and after each call, ``/proc/self/statm``:
+#: what the rest of the worker allocates between calls does not count), or, where that
+#: cannot be read, after ``CACHE_CHARS`` characters.
 CACHE_BUDGET = 64 << 20
 CACHE_CHARS = 1 << 26
 
@@ -354,7 +355,7 @@ class GigatokenBPE:
         self._ready = False
         self.reason: Optional[str] = None
         self.calls = self.fallback_texts = self.reloads = 0   # for tests and benchmarks
-        self._since_load, self._base_rss = 0, None
+        self._since_load, self._grown = 0, 0    # characters, and bytes grown in calls, since the load
 
     @classmethod
     def for_tokenizer(cls, tokenizer, config_text: str, fallback=None, parallel: bool = False,
@@ -407,7 +408,7 @@ class GigatokenBPE:
         if why is None:
             self._backend = backend
             self._size = int(backend.vocab_size)
-            self._since_load, self._base_rss = 0, _rss()
+            self._since_load, self._grown = 0, 0
         return why
 
     def _recycle(self, texts: list) -> None:
@@ -416,9 +417,8 @@ class GigatokenBPE:
         Called after a call returns, so that nothing of this thread still holds the old
         tokenizer when it is dropped."""
         self._since_load += sum(map(len, texts))
-        rss = _rss()
-        if rss is not None and self._base_rss is not None:
-            grown = rss - self._base_rss > CACHE_BUDGET
+        if self._grown is not None:
+            grown = self._grown > CACHE_BUDGET
         else:
             grown = self._since_load > CACHE_CHARS
         if not grown:
@@ -437,8 +437,7 @@ class GigatokenBPE:
                 self._off(exc)
                 return
             self.reloads += 1
-            after = _rss()
-            self._since_load, self._base_rss = 0, after
+            self._since_load, self._grown = 0, 0
 
     def _direct(self, text: str) -> bool:
         """Whether ``text`` goes to the fallback (see the module docstring)."""
@@ -474,7 +473,13 @@ class GigatokenBPE:
         if backend is None:
             return None
         try:
+            before = _rss()
             rows = backend.encode_batch(texts, parallel=self._parallel)
+            after = _rss()
+            if before is None or after is None:
+                self._grown = None
+            elif self._grown is not None:
+                self._grown += max(0, after - before)
             layout = rows.layout
             offsets = np.asarray(layout.offsets.data)
             ids = np.asarray(layout.content.data)
