@@ -130,7 +130,9 @@ def profile(args, tree: str, job: str, out: str) -> tuple:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH")) if p)}
     os.sync()
     start = time.perf_counter()
-    build = subprocess.Popen([sys.executable, os.path.join(HERE, "fluent_build.py"), job], env=env,
+    # Run from the work folder: a worker's ``python -m`` puts its folder first on
+    # ``sys.path``, and from inside a checkout it would import that checkout instead.
+    build = subprocess.Popen([sys.executable, os.path.join(HERE, "fluent_build.py"), job], env=env, cwd=args.work,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(0.3)          # py-spy needs the interpreter up to attach
     spy = subprocess.Popen([args.py_spy, "record", "--nonblocking", "--subprocesses", "-r", str(args.rate),
@@ -159,7 +161,11 @@ def profile(args, tree: str, job: str, out: str) -> tuple:
         raise SystemExit(f"py-spy recorded nothing (exit status {spy.returncode}); as root, or with ptrace allowed?")
     roots = [tree] + [p for p in sys.path if p]
     found = stages_of(raw, roots)
-    os.remove(raw)
+    if args.keep_raw:
+        os.makedirs(args.keep_raw, exist_ok=True)
+        shutil.move(raw, os.path.join(args.keep_raw, f"{os.path.basename(tree)}-{int(start)}.txt"))
+    else:
+        os.remove(raw)
     return found, sum(cpu.values()), wall
 
 
@@ -173,6 +179,7 @@ def main(argv=None) -> None:
     parser.add_argument("--tree", action="append", help="a checkout to profile (repeatable; default: this one)")
     parser.add_argument("--work", default=os.path.join(HERE, ".work"))
     parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
+    parser.add_argument("--keep-raw", help="a folder to keep py-spy's raw samples in")
     args = parser.parse_args(argv)
     if shutil.which(args.py_spy) is None and not os.path.exists(args.py_spy):
         raise SystemExit("py-spy is needed: pip install py-spy")

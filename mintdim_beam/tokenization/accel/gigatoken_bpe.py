@@ -49,10 +49,12 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import random
 import re
 import threading
 import unicodedata
+from itertools import compress
 from typing import Optional, Sequence
 
 import numpy as np
@@ -416,10 +418,10 @@ class GigatokenBPE:
         (``CACHE_BUDGET``): the same bytes, the same gigatoken, so the probe holds.
         Called after a call returns, so that nothing of this thread still holds the old
         tokenizer when it is dropped."""
-        self._since_load += sum(map(len, texts))
         if self._grown is not None:
             grown = self._grown > CACHE_BUDGET
         else:
+            self._since_load += sum(map(len, texts))
             grown = self._since_load > CACHE_CHARS
         if not grown:
             return
@@ -449,15 +451,18 @@ class GigatokenBPE:
 
     def _directs(self, texts: list) -> list:
         """The indices of the texts of a batch that go to the fallback (``_direct``),
-        asked of the whole batch: the code points outside Unicode 14 are found in one
-        pass (``outside_unicode14_in``), and a batch whose concatenation is NFC has
-        every text NFC (a text's composition and ordering happen inside it; joining
+        asked of the whole batch: ASCII texts never go, the code points outside Unicode
+        14 in the others are found in one pass (``outside_unicode14_in``), and a batch
+        whose concatenation is NFC has every text NFC (a text's composition and ordering happen inside it; joining
         texts can only add changes at the joins), so texts are asked one by one only
         under an NFC normalizer, when the batch is not NFC."""
-        joined = "".join(texts)
-        if joined.isascii():
+        ascii = list(map(str.isascii, texts))     # O(1) a text: CPython keeps the flag
+        if all(ascii):
             return []
-        outside = outside_unicode14_in(texts, joined)
+        wide = list(compress(range(len(texts)), map(operator.not_, ascii)))
+        others = [texts[i] for i in wide]
+        joined = "".join(others)
+        outside = [wide[k] for k in outside_unicode14_in(others, joined)]
         if not self._nfc or unicodedata.is_normalized("NFC", joined):
             return outside
         return [i for i, t in enumerate(texts) if self._direct(t)]
