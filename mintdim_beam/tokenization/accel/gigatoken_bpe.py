@@ -658,8 +658,7 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
     encoder never gives them to gigatoken). ``texts``: the battery (default
     :func:`probe_texts`)."""
     if getattr(tokenizer, "padding", None) is not None or getattr(tokenizer, "truncation", None) is not None:
-        # The adapter hands over a library object with both off; one that pads would
-        # give every text of the battery the longest one's length (GiBs of ids).
+        # The adapter's has both off; one that pads would answer GiBs of ids.
         return "the library's tokenizer pads or truncates its answers"
     spiece = sentencepiece_style(config)
     expected = _expected_vocab(tokenizer, spiece)
