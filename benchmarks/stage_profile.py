@@ -5,7 +5,7 @@
 
 Builds the generated corpus of ``--mb`` MB (``run.ensure_corpus``; the BPE is
 ``run.ensure_bpe``'s, trained on the 100 MB corpus) with the default local
-configuration (``fluent_build.py``: from 64 MiB, two worker processes), under py-spy
+configuration (``fluent_build.py``: from 128 MiB, two worker processes), under py-spy
 (``pip install py-spy``: a sampling profiler that reads the processes from outside, so
 the build runs unchanged), and sorts every sample of the worker processes into the
 build's stages by the innermost frame that names one (``STAGES``; a frame inside

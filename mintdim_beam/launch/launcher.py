@@ -60,8 +60,9 @@ RECOMMENDED_SHARD_BYTES = 512 * 1024 * 1024
 DASK_MAX_PARTITIONS = 256
 HASH_THREADS = 8
 #: Inputs at least this large run on one worker process per core by default
-#: (:func:`choose_local_mode`).
-MULTI_PROCESS_MIN_BYTES = 64 * 1024 * 1024
+#: (:func:`choose_local_mode`). Measured on two cores (``benchmarks/local_mode.py``):
+#: in memory is faster up to about this size, worker processes from 256 MB.
+MULTI_PROCESS_MIN_BYTES = 128 * 1024 * 1024
 #: Runner names the launcher maps to the local FnApiRunner.
 LOCAL_RUNNERS = (None, "DirectRunner", "FnApiRunner", "direct")
 #: The local runner's flags that, when given, leave its mode to the user.
