@@ -42,7 +42,7 @@ STAGES = [
     ("idle", lambda f, p, s: f.startswith(("Condition.wait", "Event.wait", "_worker", "select", "channel_spin",
                                            "_serve", "Thread.run", "_wait_for_tstate_lock", "sleep"))),
     (STARTUP,
-     lambda f, p, s: p.startswith("<frozen") or f.startswith(("load_tokenizers", "settle_heap", "_load_and_probe",
+     lambda f, p, s: p.startswith("<frozen") or f.startswith(("load_tokenizers", "_load_and_probe",
                                                               "EncodeBlockFn.setup", "WriteOutputsFn.setup",
                                                               "HuggingFaceTokenizer.__init__", "load_files"))),
     ("tokenizer call", lambda f, p, s: (p.endswith("gigatoken_bpe.py") and f.startswith("GigatokenBPE._gigatoken"))

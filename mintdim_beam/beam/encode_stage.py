@@ -38,7 +38,7 @@ from mintdim_beam.core.block_result import BAD, OK, OVF_TRUNCATE, BlockResult, F
 from mintdim_beam.core.config import BuildConfig, OutputSpec
 from mintdim_beam.core.plan import BlockRef, BlockSummary, EncodeGroup, OverflowSample
 from mintdim_beam.core.records import BlockEncoder
-from mintdim_beam.beam.stage_base import DIGEST_VALUE, HASH_ROW, NAMESPACE, load_tokenizers, settle_heap, StorageDoFn
+from mintdim_beam.beam.stage_base import DIGEST_VALUE, HASH_ROW, NAMESPACE, load_tokenizers, StorageDoFn
 from mintdim_beam.tokenization.adapters import SENTENCEPIECE
 
 
@@ -160,7 +160,6 @@ class EncodeBlockFn(StorageDoFn):
         self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
         self._encoders = {}
         self.encode_threads = options.encode_threads(self._explicit_threads, self._encode_sharers)
-        settle_heap()
 
     def _encoder(self, file: int) -> BlockEncoder:
         """The encoder of a file's settings, shared by every file with the same ones.

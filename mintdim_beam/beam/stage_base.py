@@ -10,7 +10,6 @@ writers and finalize share one ``Shared`` tokenizer cache per process.
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from typing import Optional
 
@@ -57,22 +56,6 @@ def load_tokenizers(config: BuildConfig, word_encoder: bool = True):
                                      exists=storage.exists)
         cache[spec].prepare()   # here, not in the first encode call
     return Handle(cache)
-
-
-def settle_heap() -> None:
-    """Keep the heap a stage starts with out of the garbage collector's full passes.
-
-    A worker's start-up heap (Beam, gRPC, protobuf, the tokenizers: about 175,000
-    objects) lives as long as the process, yet every full collection walks all of it
-    again; a build allocates fast enough (a dict per JSON line) to run one every second
-    or so, which cost 10 to 20% of a worker's CPU (docs/decisions.md, "The start-up
-    heap is frozen"). ``gc.freeze`` (the standard library's documented call for this)
-    moves what is alive now into a generation collections ignore; cyclic garbage made
-    after it is collected as before. Called at the end of a stage's ``setup``, after a
-    collection, so nothing already garbage is kept.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from mintdim_beam.core.config import BuildConfig
 from mintdim_beam.core.plan import DuplicateTask, ShardTask, spill_key
 from mintdim_beam.format.shard_format import TokenStorage, check_fits, record_slots, slot_storage, widen_records
 from mintdim_beam.format.names import IndexLayout
-from mintdim_beam.beam.stage_base import DIGEST_VALUE, DUPS, HASH_ROW, NAMESPACE, PART, SHARD, DuplicatePartResult, PartResult, ShardResult, load_tokenizers, settle_heap, StorageDoFn
+from mintdim_beam.beam.stage_base import DIGEST_VALUE, DUPS, HASH_ROW, NAMESPACE, PART, SHARD, DuplicatePartResult, PartResult, ShardResult, load_tokenizers, StorageDoFn
 
 #: Duplicate group members rendered per write chunk of a duplicate task's file.
 DUPLICATE_MEMBERS_PER_CHUNK = 1 << 14
@@ -231,7 +231,6 @@ class WriteOutputsFn(StorageDoFn):
         super().setup()
         config, words = self._config, self._word_encoder
         self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
-        settle_heap()
 
     def process(self, task):
         if isinstance(task, ShardTask):
