@@ -69,13 +69,10 @@ STAGES = [
 
 
 def _frame(text: str) -> tuple:
-    """``(function, file, line, source)`` of a py-spy raw frame ``func (file:line)``."""
+    """``(function, file, line)`` of a py-spy raw frame ``func (file:line)``."""
     func, _, where = text.rpartition(" (")
     path, _, line = where.rstrip(")").rpartition(":")
-    source = ""
-    if line.isdigit() and path.endswith(".py"):
-        source = linecache.getline(path, int(line)) if os.path.isabs(path) else ""
-    return func, path, int(line) if line.isdigit() else 0, source
+    return func, path, int(line) if line.isdigit() else 0
 
 
 def _resolve(path: str, roots: list) -> str:
@@ -108,7 +105,7 @@ def stages_of(raw: str, roots: list) -> collections.Counter:
             frames = parts[len(procs):]
             for text in frames:
                 if text not in memo:
-                    func, path, no, _ = _frame(text)
+                    func, path, no = _frame(text)
                     full = _resolve(path, roots)
                     source = linecache.getline(full, no) if no and full.endswith(".py") else ""
                     memo[text] = next((name for name, test in STAGES if test(func, full, source)), None)
@@ -126,7 +123,8 @@ def profile(args, tree: str, job: str, out: str) -> tuple:
     import psutil
 
     shutil.rmtree(out, ignore_errors=True)
-    raw = tempfile.mktemp(suffix=".txt")
+    handle, raw = tempfile.mkstemp(suffix=".txt")
+    os.close(handle)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH")) if p)}
     os.sync()
     start = time.perf_counter()

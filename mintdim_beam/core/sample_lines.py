@@ -54,8 +54,6 @@ _JSON_SPACE = " \t\n\r"
 # for the strings a template renders. Anything it refuses takes the standard decoder.
 _LOADS = orjson.loads
 _CONTAINERS = frozenset((dict, list))
-_OPEN = {bytes: b"{", str: "{"}
-_BRACKET = {bytes: b"[", str: "["}
 #: Characters of field values from which a sample is hashed part by part (_digest).
 _HASH_IN_PARTS = 1 << 20
 #: The deepest nesting of arrays and objects a line may have (the object of the line is
@@ -262,8 +260,9 @@ class LineParser:
             # for the garbage collector to walk). Otherwise every object is looked
             # into: dict.values refuses a line that is not an object; a line nesting
             # deeper than FAST_MAX_DEPTH goes line by line, where MAX_JSON_DEPTH is checked.
-            joined = (b"" if type(chunk[0]) is bytes else "").join(chunk)
-            if joined.count(_OPEN[type(joined)]) == len(chunk) and _BRACKET[type(joined)] not in joined:
+            raw = type(chunk[0]) is bytes
+            joined = (b"" if raw else "").join(chunk)
+            if joined.count(b"{" if raw else "{") == len(chunk) and (b"[" if raw else "[") not in joined:
                 objs = map(_LOADS, chunk)
             else:
                 objs = list(map(_LOADS, chunk))

@@ -439,7 +439,7 @@ class GigatokenBPE:
                 self._off(exc)
                 return
             self.reloads += 1
-            self._since_load, self._grown = 0, 0
+            self._since_load, self._grown = 0, (None if self._grown is None else 0)   # the same measure
 
     def _direct(self, text: str) -> bool:
         """Whether ``text`` goes to the fallback (see the module docstring)."""
@@ -451,11 +451,11 @@ class GigatokenBPE:
 
     def _directs(self, texts: list) -> list:
         """The indices of the texts of a batch that go to the fallback (``_direct``),
-        asked of the whole batch: ASCII texts never go, the code points outside Unicode
-        14 in the others are found in one pass (``outside_unicode14_in``), and a batch
-        whose concatenation is NFC has every text NFC (a text's composition and ordering happen inside it; joining
-        texts can only add changes at the joins), so texts are asked one by one only
-        under an NFC normalizer, when the batch is not NFC."""
+        asked of the whole batch: ASCII texts never go; the code points outside
+        Unicode 14 in the others are found in one pass (``outside_unicode14_in``); and
+        a concatenation that is NFC has every text NFC (a text's composition and
+        ordering happen inside it; joining can only add changes at the joins), so
+        texts are asked one by one only under NFC, when the batch is not NFC."""
         ascii = list(map(str.isascii, texts))     # O(1) a text: CPython keeps the flag
         if all(ascii):
             return []
