@@ -231,6 +231,17 @@ class WriteOutputsFn(StorageDoFn):
         super().setup()
         config, words = self._config, self._word_encoder
         self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
+        # Each shard's flush to the disk starts once it is written (storage.Flusher), so
+        # that publishing does not wait on the disk for the whole output at the end.
+        self._flusher = storage.Flusher()
+
+    def finish_bundle(self):
+        self._flusher.wait()   # a bundle's shards count once they are on the disk
+
+    def teardown(self):
+        flusher = getattr(self, "_flusher", None)
+        if flusher is not None:
+            flusher.close()
 
     def process(self, task):
         if isinstance(task, ShardTask):
@@ -264,6 +275,7 @@ class WriteOutputsFn(StorageDoFn):
                                            sha=sha)
         else:
             size = storage.write_bytes(staged, self._extended_records(out, tok, slots, task, n), sha=sha)
+        self._flusher.add(staged)
         self._shards.inc()
         return ShardResult(task.output, task.unit, task.shard, task.n_records, size, sha.hexdigest())
 

@@ -288,6 +288,62 @@ def sync_tree(directory: str, skip: tuple = ()) -> None:
         sync_dir(folder)
 
 
+class Flusher:
+    """Files flushed to the disk in the background while the build goes on.
+
+    Publishing flushes every file of an output before its manifest is written
+    (:func:`sync_tree`). A shard written earlier is by then still dirty in the page
+    cache (the kernel starts writing back only at a tenth of memory), so the flush of a
+    whole output waited on the disk at the very end, on the one worker that publishes.
+    :meth:`add` starts a staged file's flush as soon as it is written, on one thread of
+    the worker that wrote it (``fsync`` releases the GIL): the disk writes while the
+    workers go on, and the publish's flush finds the files clean.
+
+    No error is dropped: Linux reports a failed writeback only to descriptors open when
+    it failed, so the publish's later ``fsync`` could miss it; :meth:`wait` raises the
+    first one (a full disk as :class:`NoSpaceError`), and the caller's work fails.
+    Paths on object stores are durable once written and are skipped.
+    """
+
+    def __init__(self):
+        self._pool = None
+        self._pending: list = []
+
+    def add(self, path: str) -> None:
+        if not is_local(path):
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="flush")
+        self._pending.append((path, self._pool.submit(_flush_file, path)))
+
+    def wait(self) -> None:
+        """Block until every file added so far is on the disk; raise the first error."""
+        pending, self._pending = self._pending, []
+        failed = None
+        for path, future in pending:
+            exc = future.exception()
+            if exc is not None and failed is None:
+                failed = _no_space(exc, path, -1)
+        if failed is not None:
+            raise failed
+
+    def close(self) -> None:
+        """Let the thread end; flushes still running finish first."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _flush_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def sync_dir(directory: str) -> None:
     """Locally: make the names in ``directory`` (a rename into it) durable."""
     if is_local(directory):

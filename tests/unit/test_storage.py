@@ -4,6 +4,7 @@ spilled records, index files from their parts), copied by the kernel when it can
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -90,3 +91,62 @@ def test_a_full_disk_says_what_the_write_needed_and_stays_an_oserror():
     for found in (err, again):
         assert isinstance(found, OSError) and found.errno == errno.ENOSPC
         assert found.filename == "out/unit_16/shard_000000.bin" and found.needed_bytes == 1 << 20
+
+
+def _recording_fsync(monkeypatch, fail=None):
+    """os.fsync replaced by one that records each file's inode (and fails if asked)."""
+    seen = []
+    real = os.fsync
+
+    def fsync(fd):
+        seen.append(os.fstat(fd).st_ino)
+        if fail is not None:
+            raise fail
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return seen
+
+
+def test_the_flusher_flushes_each_added_file_before_wait_returns(tmp_path, monkeypatch):
+    seen = _recording_fsync(monkeypatch)
+    paths = [tmp_path / f"shard_{i}.bin" for i in range(3)]
+    flusher = storage.Flusher()
+    try:
+        for p in paths:
+            storage.write_bytes(str(p), b"x" * 1000)
+            flusher.add(str(p))
+        flusher.wait()
+        assert sorted(seen) == sorted(os.stat(p).st_ino for p in paths)
+        flusher.wait()                      # nothing pending: nothing flushed again
+        assert len(seen) == 3
+    finally:
+        flusher.close()
+
+
+@pytest.mark.parametrize("code", [5, 28])   # EIO, ENOSPC
+def test_a_failed_flush_is_raised_by_wait_not_dropped(tmp_path, monkeypatch, code):
+    _recording_fsync(monkeypatch, fail=OSError(code, os.strerror(code)))
+    path = tmp_path / "shard.bin"
+    storage.write_bytes(str(path), b"x")
+    flusher = storage.Flusher()
+    try:
+        flusher.add(str(path))
+        with pytest.raises(OSError) as caught:
+            flusher.wait()
+        assert caught.value.errno == code
+        if code == 28:
+            assert isinstance(caught.value, storage.NoSpaceError) and caught.value.filename == str(path)
+        flusher.wait()                      # raised once, then forgotten
+    finally:
+        flusher.close()
+
+
+def test_the_flusher_leaves_object_store_paths_alone(monkeypatch):
+    seen = _recording_fsync(monkeypatch)
+    flusher = storage.Flusher()
+    flusher.add("s3://bucket/out/shard.bin")
+    started = any(t.name.startswith("flush") for t in threading.enumerate())
+    flusher.wait()
+    flusher.close()
+    assert seen == [] and not started
