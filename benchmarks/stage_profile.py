@@ -2,9 +2,12 @@
 
     python benchmarks/stage_profile.py [--mb 300] [--tokenizer bpe|sp] [--rate 100]
                                        [--tree CHECKOUT] [--runs 1]
+                                       [--corpus JSONL --bpe TOKENIZER_JSON]
 
 Builds the generated corpus of ``--mb`` MB (``run.ensure_corpus``; the BPE is
-``run.ensure_bpe``'s, trained on the 100 MB corpus) with the default local
+``run.ensure_bpe``'s, trained on the 100 MB corpus), or ``--corpus`` (another JSONL
+file with the same three fields, e.g. ``peers.py``'s real corpus, and with ``--bpe``
+the BPE trained on it), with the default local
 configuration (``fluent_build.py``: from 128 MiB, two worker processes), under py-spy
 (``pip install py-spy``: a sampling profiler that reads the processes from outside, so
 the build runs unchanged), and sorts every sample of the worker processes into the
@@ -172,6 +175,8 @@ def main(argv=None) -> None:
     parser.add_argument("--mb", type=float, default=300)
     parser.add_argument("--tokenizer", choices=("bpe", "sp"), default="bpe")
     parser.add_argument("--sp-model", default=bench.DEFAULT_SP)
+    parser.add_argument("--corpus", help="a JSONL file to build instead of the generated corpus")
+    parser.add_argument("--bpe", help="the BPE tokenizer.json for --tokenizer bpe (default: trained by run.py)")
     parser.add_argument("--rate", type=int, default=100, help="samples a second")
     parser.add_argument("--runs", type=int, default=1, help="profiles per tree, summed")
     parser.add_argument("--tree", action="append", help="a checkout to profile (repeatable; default: this one)")
@@ -182,9 +187,10 @@ def main(argv=None) -> None:
     if shutil.which(args.py_spy) is None and not os.path.exists(args.py_spy):
         raise SystemExit("py-spy is needed: pip install py-spy")
     os.makedirs(args.work, exist_ok=True)
-    corpus = bench.ensure_corpus(args.work, args.mb)
+    corpus = os.path.abspath(args.corpus) if args.corpus else bench.ensure_corpus(args.work, args.mb)
     if args.tokenizer == "bpe":
-        tokenizer, _ = bench.ensure_bpe(args.work, bench.ensure_corpus(args.work, 100))
+        tokenizer = (os.path.abspath(args.bpe) if args.bpe
+                     else bench.ensure_bpe(args.work, bench.ensure_corpus(args.work, 100))[0])
         kind = "hf_json"
     else:
         tokenizer, kind = os.path.abspath(args.sp_model), "sentencepiece"

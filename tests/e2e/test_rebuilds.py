@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import errno
 import os
 import random
 import re
@@ -301,6 +302,34 @@ def test_exception_in_a_worker_leaves_nothing_that_looks_complete(tmp_path, monk
         text = (out / f"unit_{unit}" / "UNIT_BUILD_FAILED.md").read_text()
         assert "RuntimeError: disk full while writing a shard" in text
     assert [p.name for p in (out / ".mintdim-staging").glob("*/blocks")] == ["blocks"]  # spills stay in staging
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])
+def test_a_failed_flush_of_a_shard_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch, code):
+    """The write stage flushes each shard early (storage.Flusher); an error there fails
+    the build, where publish's own fsync (a new descriptor) might never see it. A full
+    disk is the spec's DiskFullError, in both languages."""
+    from mintdim_beam import errors
+
+    job = _job(tmp_path)
+    real = os.fsync
+
+    def fsync(fd):
+        if "/shards/" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(code, os.strerror(code))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    out = tmp_path / "out"
+    if code == errno.ENOSPC:
+        with pytest.raises(errors.DiskFullError) as caught:
+            run_pipeline(output_dirs=str(out), block_size=1024, **job)
+        assert "/shards/" in caught.value.fields["path"]
+        assert "No space left on the device" in str(caught.value) and "Thiết bị hết dung lượng" in str(caught.value)
+    else:
+        with pytest.raises(Exception, match="Input/output error"):
+            run_pipeline(output_dirs=str(out), block_size=1024, **job)
+    assert_nothing_published(out)
 
 
 def _slow_job(tmp_path: Path) -> tuple[str, Path]:
