@@ -280,11 +280,7 @@ def sync_tree(directory: str, skip: tuple = ()) -> None:
     for folder, subfolders, files in os.walk(directory):
         subfolders[:] = [d for d in subfolders if d not in skip]
         for name in files:
-            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _flush_file(os.path.join(folder, name))
         sync_dir(folder)
 
 
@@ -337,6 +333,7 @@ class Flusher:
 
 
 def _flush_file(path: str) -> None:
+    """``fsync`` of a file or directory, by path (a descriptor of its own)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -347,11 +344,7 @@ def _flush_file(path: str) -> None:
 def sync_dir(directory: str) -> None:
     """Locally: make the names in ``directory`` (a rename into it) durable."""
     if is_local(directory):
-        fd = os.open(directory or ".", os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _flush_file(directory or ".")
 
 
 def write_bytes(path: str, chunks: Iterable[bytes] | bytes, sha=None, durable: bool = False) -> int:
