@@ -15,6 +15,7 @@ happens here, the build's own outcome is that of ``wait_until_finish``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -29,6 +30,8 @@ from mintdim_beam.launch import progress
 from mintdim_beam.storage import files as storage
 from mintdim_beam.core.block_result import SPILL_SUFFIX, read_spill_header
 from mintdim_beam.core.config import BuildConfig
+from mintdim_beam.format import names
+from mintdim_beam.format.shard_format import UINT16_MAX
 from mintdim_beam.beam.stage_base import NAMESPACE
 
 #: Runners (lower case, without "Runner") whose result's state and metrics move while
@@ -196,8 +199,9 @@ def wait(result, runner_name, on_counters: Optional[Callable[[dict], None]] = No
 
 def closing_lines(result, runner_name, elapsed: float, planned_bytes: Optional[int] = None) -> list:
     """The runner's counters (a remote runner's, when it reports them) and the summary:
-    elapsed time, throughput, output size. [] if the figures cannot be had: the build
-    is already published, and a summary never fails it.
+    elapsed time, throughput, output size; then a note for each output whose slots
+    ``extend`` alone made uint32 (:func:`wide_slots_lines`). [] if the figures cannot be
+    had: the build is already published, and a summary never fails it.
 
     ``planned_bytes``: the input bytes the launcher planned (:func:`planned_bytes`). A
     finished build read each of them once, so they are the bytes read; a runner's
@@ -211,9 +215,30 @@ def closing_lines(result, runner_name, elapsed: float, planned_bytes: Optional[i
         on_disk = sum(output_bytes(o.path, sum(s.bytes for s in o.shards)) for o in result.outputs)
         read = planned_bytes if planned_bytes is not None else result.counters.get("bytes_read")
         lines.append(progress.summary_line(elapsed, read, tokens, on_disk))
-        return lines
     except Exception:
         return []
+    for o in result.outputs:
+        with contextlib.suppress(Exception):   # a note never costs the summary
+            lines.extend(wide_slots_lines(o.path, o.stats))
+    return lines
+
+
+def wide_slots_lines(path: str, stats: dict) -> list:
+    """A note when ``extend`` alone made an output's slots uint32: a unit it reached is
+    above 65,535 while the vocabulary and the declared units fit uint16 (one dtype per
+    output, docs/decisions.md *Records*), so every shard holds twice the bytes it would
+    and is widened as it is written. Not an error: a user sees it only as disk and time."""
+    if stats.get("token_dtype") != "uint32":
+        return []
+    manifest = json.loads(storage.read_bytes(storage.join(path, names.MANIFEST)))
+    declared = manifest["units"]["declared_sizes"]
+    wide = [int(u) for u in stats.get("unit_distribution", {}) if int(u) > UINT16_MAX]
+    if manifest["tokenizer"]["vocab_size"] > UINT16_MAX or max(declared) > UINT16_MAX or not wide:
+        return []
+    note = (f"[unit-build] note: {path}: on_overflow=extend reached unit {max(wide):,}, above 65,535 tokens, "
+            "so every slot of this output is uint32, twice the bytes of uint16; "
+            "on_overflow=truncate (or a shorter longest sample) keeps uint16")
+    return [note]
 
 
 def planned_bytes(config: BuildConfig, sizes: Optional[dict]) -> Optional[int]:

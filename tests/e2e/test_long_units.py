@@ -228,3 +228,38 @@ def test_extend_refuses_a_sample_longer_than_the_maximum_unit(tmp_path, sp_bpe):
     assert fine.first_error is None
     from mintdim_beam.core.config import MAX_UNIT_SIZE
     assert records.BlockEncoder(spec, tok, config.policies)._layout.max_extended == MAX_UNIT_SIZE
+
+
+def _echoed_build(tmp_path, rows, sp_bpe, sizes) -> tuple[str, list]:
+    """A build through the fluent API with ``extend``, and the lines it echoed."""
+    from mintdim_beam import pipeline
+
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = str(tmp_path / "out")
+    lines: list = []
+    (pipeline("unit-build").source.jsonl(files=[src], fields=[["q", "a"]], templates=[TEMPLATE])
+     .tokenizer.sentencepiece(files=[sp_bpe]).units(sizes=[sizes], build_batch=[2])
+     .output.dir([out], samples_per_shard=[2])
+     .run(on_overflow="extend", on_template_unk="abort", on_bad_record="abort", echo=lines.append))
+    return out, lines
+
+
+def test_a_build_that_extend_made_uint32_says_so_at_the_end(tmp_path, sp_bpe):
+    """One sample past 65,535 tokens makes every shard of the output twice its size: the
+    closing lines say which unit did it and how to keep uint16, after the summary."""
+    rows = [{"q": "the", "a": "a"}, {"q": words(65536), "a": ""}]
+    out, lines = _echoed_build(tmp_path, rows, sp_bpe, [16])
+    assert json.loads((Path(out) / "stats.json").read_text())["token_dtype"] == "uint32"
+    finished = next(i for i, line in enumerate(lines) if line.startswith("[unit-build] finished in"))
+    note = (f"[unit-build] note: {out}: on_overflow=extend reached unit 65,541, above 65,535 tokens, so every "
+            "slot of this output is uint32, twice the bytes of uint16; on_overflow=truncate (or a shorter "
+            "longest sample) keeps uint16")
+    assert lines[finished + 1:] == [note]
+
+
+def test_no_note_when_the_slots_are_uint16_or_a_declared_unit_needs_uint32(tmp_path, sp_bpe):
+    rows = [{"q": "the", "a": "a"}, {"q": words(65530), "a": ""}]
+    _, lines = _echoed_build(tmp_path / "narrow", rows, sp_bpe, [16])
+    assert lines[-1].startswith("[unit-build] finished in")
+    _, lines = _echoed_build(tmp_path / "declared", rows, sp_bpe, [16, 65536])
+    assert lines[-1].startswith("[unit-build] finished in")
