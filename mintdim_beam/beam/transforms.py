@@ -128,6 +128,11 @@ def duplicate_tasks(input_bytes: int) -> int:
     return max(1, min(MAX_DUPLICATE_TASKS, -(-input_bytes // DUPLICATE_TASK_BYTES)))
 
 
+def _hash_spills(plan) -> dict:
+    """The plan's hash spills by output: what the duplicate tasks read (DuplicateTask)."""
+    return plan.hash_spills
+
+
 def _tag(kind: str):
     return lambda value: (kind, value)
 
@@ -234,7 +239,8 @@ class UnitBuild(beam.PTransform):
             plan
             | "ListWriteTasks" >> beam.FlatMap(write_tasks, config.index_layout)
             | "SpreadWriteTasks" >> _Redistribute(write_task_key)
-            | "WriteOutputs" >> beam.ParDo(WriteOutputsFn(config, shared, fs, self._word_encoder))
+            | "WriteOutputs" >> beam.ParDo(WriteOutputsFn(config, shared, fs, self._word_encoder),
+                                           beam.pvalue.AsSingleton(plan | "HashSpills" >> beam.Map(_hash_spills)))
         )
         results = [plan | "TagPlan" >> beam.Map(_tag(PLAN)), written]
         if self._input_digests is None:

@@ -130,14 +130,15 @@ class _SpillReader:
         self._stack.close()
 
 
-def find_duplicates(config: BuildConfig, task: DuplicateTask) -> DuplicatePartResult:
-    """Group one digest range of an output; write its groups sorted by first sample id."""
+def find_duplicates(config: BuildConfig, task: DuplicateTask, hash_spills: tuple) -> DuplicatePartResult:
+    """Group one digest range of an output (``hash_spills``: the output's, from the
+    plan); write its groups sorted by first sample id."""
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     # Read ahead: the count and this task's bounds come in one request on a store.
     spills = _SpillReader(layout.block_spills(out), readahead=1 << 16)
     with spills:
-        for s in task.spills:
+        for s in hash_spills:
             # The hashes section: the number of bounds, the bounds, then the rows (see encode_stage._spill).
             f = spills.open(*spill_key(s))
             f.seek(s.offset)
@@ -243,11 +244,12 @@ class WriteOutputsFn(StorageDoFn):
         if flusher is not None:
             flusher.close()
 
-    def process(self, task):
+    def process(self, task, hash_spills: dict):
+        """``hash_spills``: the plan's (a side input: every duplicate task reads them)."""
         if isinstance(task, ShardTask):
             yield SHARD, self._write_shard(task)
         elif isinstance(task, DuplicateTask):
-            yield DUPS, find_duplicates(self._config, task)
+            yield DUPS, find_duplicates(self._config, task, hash_spills[task.output])
         else:
             yield PART, write_index_part(self._config, task)
 

@@ -135,12 +135,13 @@ class HashSpill:
 @dataclass(frozen=True)
 class DuplicateTask:
     """Digest range ``task`` of an output's content hashes: that range's slice of each
-    spill (the spill's bounds file says where it is). ``spills`` is one tuple shared by
-    all the output's tasks, so the plan grows with blocks plus tasks, not their product."""
+    of the output's hash spills (``BuildPlan.hash_spills``; the spill's bounds say where
+    it is). The spills are not in the task: the runner encodes every task on its own,
+    and tasks that each carried every block's spill grew as blocks times tasks (about
+    600 MiB at 30 GB of input); the write stage gets them once, as a side input."""
 
     output: int
     task: int
-    spills: tuple              # HashSpill, in sample order
 
 
 @dataclass
@@ -182,6 +183,7 @@ class BuildPlan:
     shard_tasks: list
     error: Optional[dict] = None          # error dict of the first abort, global line set
     duplicate_tasks: list = field(default_factory=list)
+    hash_spills: dict = field(default_factory=dict)   # output -> its HashSpill, in sample order
 
 
 def _ordered(config: BuildConfig, summaries) -> dict:
@@ -223,6 +225,7 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
     outputs: list = []
     tasks: list = []
     duplicate_tasks: list = []
+    hash_spills: dict = {}
     by_output = _ordered(config, summaries)
     for out in config.outputs:
         ordered = by_output[out.index]
@@ -276,20 +279,18 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
         outputs.append(OutputPlan(tuple(sorted(declared + tuple(added))), declared, samples, tokens,
                                   shards, bad, overflow_events, sample_offset))
         if error is None:
-            duplicate_tasks.extend(_duplicate_tasks(out.index, ordered, blocks))
+            hash_spills[out.index] = tuple(
+                HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
+                          blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"), s.spill)
+                for s in ordered if s.hash_tasks)
+            # Task t reads range t of every block's hash spill.
+            duplicate_tasks.extend(DuplicateTask(out.index, t)
+                                   for t in range(max((s.hash_tasks for s in ordered), default=0)))
     if error is None:
         error = plan_error(config, outputs)
         if error is not None:        # nothing to write for a build that cannot publish
-            tasks, duplicate_tasks = [], []
-    return BuildPlan(blocks, outputs, tasks, error, duplicate_tasks)
-
-
-def _duplicate_tasks(output: int, ordered: list, blocks: dict) -> list:
-    """The output's duplicate tasks: task ``t`` reads range ``t`` of every block's spill."""
-    spills = tuple(HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
-                             blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"), s.spill)
-                   for s in ordered if s.hash_tasks)
-    return [DuplicateTask(output, t, spills) for t in range(max((s.hash_tasks for s in ordered), default=0))]
+            tasks, duplicate_tasks, hash_spills = [], [], {}
+    return BuildPlan(blocks, outputs, tasks, error, duplicate_tasks, hash_spills)
 
 
 def _declared_tasks(output: int, unit: int, runs, sps: int, largest_unit: int) -> list:

@@ -265,10 +265,10 @@ def test_finalize_twice_and_after_a_crash_gives_the_same_bytes(tmp_path, monkeyp
 def test_bundles_delivered_twice_never_duplicate_records(tmp_path, monkeypatch):
     """Every DoFn runs each element twice and emits both results, as a retry can."""
     for cls in (encode_stage.EncodeBlockFn, write_stage.WriteOutputsFn, finalize_stage.HashInputFn):
-        def twice(self, element, _process=cls.process):
-            first = list(_process(self, element))
+        def twice(self, element, *side, _process=cls.process):
+            first = list(_process(self, element, *side))
             yield from first
-            yield from _process(self, element)
+            yield from _process(self, element, *side)
         monkeypatch.setattr(cls, "process", twice)
     build_and_compare(tmp_path, output_dirs="out", block_size=1024, **job_with_duplicates(tmp_path))
 

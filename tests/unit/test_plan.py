@@ -18,8 +18,9 @@ def _summary(file, block, n_lines, n_samples, counts, overflow=(), error=None, h
 
 def test_duplicate_tasks_list_every_hash_spill_with_its_offsets_once():
     """Each task reads its range of every block that spilled hashes, in sample order,
-    with the offsets that make the rows' local ids and lines global; the tasks of an
-    output share one tuple of spills (the plan grows with blocks plus tasks)."""
+    with the offsets that make the rows' local ids and lines global; the spills are the
+    plan's, once per output, and no task carries them (the runner encodes each task on
+    its own: they would grow as blocks times tasks)."""
     config = _config()
     plan = make_plan(config, [
         _summary(1, 0, 5, 4, {4: 4}, hash_tasks=3),
@@ -28,11 +29,11 @@ def test_duplicate_tasks_list_every_hash_spill_with_its_offsets_once():
         _summary(0, 2, 2, 0, {}),                                 # no sample, no spill
     ])
     spills = (HashSpill(0, 0, 0, 0), HashSpill(0, 1, 7, 10), HashSpill(1, 0, 9, 0))
-    assert plan.duplicate_tasks == [DuplicateTask(0, t, spills) for t in range(3)]
-    assert len({id(t.spills) for t in plan.duplicate_tasks}) == 1
+    assert plan.duplicate_tasks == [DuplicateTask(0, t) for t in range(3)]
+    assert plan.hash_spills == {0: spills}
     failed = make_plan(config, [_summary(0, 0, 1, 1, {4: 1}, error=(0, 0, {"error": "E", "fields": {}}),
                                          hash_tasks=1)])
-    assert failed.error is not None and failed.duplicate_tasks == []
+    assert failed.error is not None and failed.duplicate_tasks == [] and failed.hash_spills == {}
 
 
 def test_offsets_follow_file_then_block_order():
@@ -96,4 +97,4 @@ def test_tasks_carry_where_each_section_of_a_spill_lies():
     assert declared[0].pieces == (Piece(0, 0, 0, 2, 100),)
     extended = [t for t in plan.shard_tasks if t.unit == 9]
     assert extended[0].overflow == ((0, 0, ovf, 140),)
-    assert plan.duplicate_tasks[0].spills == (HashSpill(0, 0, 0, 0, 228),)
+    assert plan.hash_spills[0] == (HashSpill(0, 0, 0, 0, 228),)
