@@ -13,9 +13,9 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
-import errno
 import os
 import random
 import re
