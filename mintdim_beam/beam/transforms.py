@@ -16,23 +16,26 @@ whole PCollections (and shuffles) in memory.
     plan + every result ──CollectResults──► Finalize ──► published output directory
 
 Duplicates: each output's digest space is split into as many ranges as its input size
-asks for (``DUPLICATE_TASK_BYTES`` per task), fixed before encoding. Every encoder
-spills its block's content hashes sorted by digest, with a small file saying where
-each range begins, so a range is one contiguous slice of each block's spill: duplicate
-tasks run in the write stage, next to the index parts, with no shuffle of their own,
-and the plan only lists the spills (one tuple per output, shared by its tasks). A task
-reads its slice of each spill, groups equal digests and writes its groups sorted by
-first sample id; finalize merges the tasks' files into ``duplicate_index.jsonl``.
+could need (``DUPLICATE_TASK_BYTES`` each), fixed before encoding. Every encoder
+spills its block's content hashes sorted by digest, with the offsets where each range
+begins, so a run of ranges is one contiguous slice of each block's spill. The plan,
+which knows the sample counts, joins consecutive ranges into duplicate tasks of about
+``plan.DUPLICATE_TASK_ROWS`` hashes; they run in the write stage, next to the index
+parts, with no shuffle of their own, and the plan only lists the spills (one tuple per
+output, shared by its tasks). A task reads its slice of each spill, groups equal
+digests and writes its groups sorted by first sample id; finalize merges the tasks'
+files into ``duplicate_index.jsonl``.
 
-Portability. The pipeline uses only ParDo, GroupByKey, Flatten and Create, and every
-dependency is a main input: no side inputs, no tagged outputs, no combiners. That is
-the subset every runner translates faithfully. Beam's DaskRunner, in particular,
-computes a side input by re-running its whole upstream graph inside the consuming task
-with DoFn receivers that are never cleared, so a singleton view can see its element
-twice; it drops output tags; it turns ``Reshuffle`` into a no-op; and it computes only
-the graph behind the last transform. Hence the shape above: everything flows into one
-``Finalize`` through a single-key GroupByKey, work is spread by GroupByKeys on stable
-keys (``_Redistribute``), and the plan travels inside the elements that need it.
+Portability. The pipeline uses only ParDo, GroupByKey, Flatten, Create and one
+singleton side input (the plan's list of hash spills, which every duplicate task
+reads); no tagged outputs, no combiners. That is the subset every runner translates
+faithfully (``tests/remote/test_scaleout.py`` builds on Dask with the side input).
+Beam's DaskRunner, in particular, computes a side input by re-running its upstream
+graph inside the consuming task; it drops output tags; it turns ``Reshuffle``
+into a no-op; and it computes only the graph behind the last transform. Hence the
+shape above: everything flows into one ``Finalize`` through a single-key GroupByKey,
+work is spread by GroupByKeys on stable keys (``_Redistribute``), and the plan travels
+inside the elements that need it.
 
 Where the work lives. This module wires the stages (``UnitBuild``) and sizes the
 duplicate search; each stage's DoFns live in a module of their own: ``encode_stage``
@@ -72,10 +75,11 @@ from mintdim_beam.beam.stage_base import DIGEST, PLAN, StorageDoFn
 from mintdim_beam.beam.write_stage import write_task_key, write_tasks, WriteOutputsFn
 from mintdim_beam.storage import clients
 
-#: Input bytes per duplicate task: its digest range holds the content hashes of about
-#: this much input, 2^18 of them (~30 MiB at peak) at 64 bytes a sample. The split is
-#: fixed before encoding, from the input's size, so that each encoder can spill its
-#: hashes already cut into the tasks' ranges (a task then needs no shuffle of its own).
+#: Input bytes per digest range of the encoders' cut: a range holds the content hashes
+#: of about this much input, 2^18 of them (~30 MiB at peak) at 64 bytes a sample, the
+#: most a duplicate task groups (``plan.DUPLICATE_TASK_ROWS``). The cut is fixed before
+#: encoding, from the input's size, so that each encoder can spill its hashes already
+#: cut (a task then needs no shuffle of its own); the plan joins ranges into tasks.
 DUPLICATE_TASK_BYTES = 64 << 18
 #: Text bytes assumed per byte of a compressed input, to size its output's duplicate
 #: tasks before the input is read (a guess changes the work's split, never the output).
@@ -124,7 +128,8 @@ def _plan_from(config: BuildConfig, summaries):
 
 
 def duplicate_tasks(input_bytes: int) -> int:
-    """How many digest ranges the duplicate search of an output of ``input_bytes`` is split into."""
+    """How many digest ranges the encoders cut the content hashes of an output of
+    ``input_bytes`` into (the plan joins them into duplicate tasks)."""
     return max(1, min(MAX_DUPLICATE_TASKS, -(-input_bytes // DUPLICATE_TASK_BYTES)))
 
 

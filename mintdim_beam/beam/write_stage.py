@@ -131,8 +131,8 @@ class _SpillReader:
 
 
 def find_duplicates(config: BuildConfig, task: DuplicateTask, hash_spills: tuple) -> DuplicatePartResult:
-    """Group one digest range of an output (``hash_spills``: the output's, from the
-    plan); write its groups sorted by first sample id."""
+    """Group one task's digest ranges of an output (``hash_spills``: the output's, from
+    the plan); write its groups sorted by first sample id."""
     out = config.outputs[task.output]
     slices = []     # (spill, directory, first row, rows) of this task's digest range
     # Read ahead: the count and this task's bounds come in one request on a store.
@@ -143,8 +143,9 @@ def find_duplicates(config: BuildConfig, task: DuplicateTask, hash_spills: tuple
             f = spills.open(*spill_key(s))
             f.seek(s.offset)
             n = int(np.frombuffer(f.read(8), "<i8")[0])
-            f.seek(s.offset + 8 + task.task * 8)
-            start, end = np.frombuffer(f.read(16), "<i8").tolist()
+            f.seek(s.offset + 8 + task.first * 8)   # the bounds of the task's first range, to its end
+            bounds = np.frombuffer(f.read((task.end - task.first + 1) * 8), "<i8")
+            start, end = int(bounds[0]), int(bounds[-1])
             if end > start:
                 f.seek(s.offset + 8 + n * 8 + start * HASH_ROW.itemsize)
                 slices.append((s, np.frombuffer(f.read((end - start) * HASH_ROW.itemsize), HASH_ROW)))

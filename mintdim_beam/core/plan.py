@@ -9,7 +9,9 @@ counts into every global fact the writers need, so no worker ever sees the corpu
   largest unit, which decides its slot dtype (``shard_format.slot_storage``) before any
   shard is written: every shard task carries it;
 * the shard tasks: which byte ranges of which block spills make up each shard;
-* the duplicate tasks: which slice of each block's hash spill holds each digest range;
+* the duplicate tasks: which consecutive digest ranges each groups (about
+  ``DUPLICATE_TASK_ROWS`` content hashes, from the blocks' sample counts), and so
+  which slice of each block's hash spill it reads;
 * the first error, when a policy says ``abort``, or else the first guard rail an
   output fails (``limits.plan_error``: no sample written, too many bad records).
 
@@ -132,16 +134,37 @@ class HashSpill:
     spill: Optional[tuple] = None   # (file, block) of the spill file (``spill_key``)
 
 
+#: Content hashes a duplicate task groups, about: 48-byte rows, ~30 MiB at peak with
+#: their sort. The encoders cut their hashes into digest ranges sized for the worst case
+#: (64 input bytes a sample, ``transforms.duplicate_tasks``), before anyone knows the
+#: sample count; the plan, which knows it, joins consecutive ranges into tasks of about
+#: this many rows. Every task reads its slice of every block's spill, so the reads grow
+#: as blocks times tasks: joined, a corpus of 900-byte samples has 14 times fewer.
+DUPLICATE_TASK_ROWS = 1 << 18
+
+
+def duplicate_task_ranges(ranges: int, rows: int, per_task: Optional[int] = None) -> list:
+    """``[(first, end), ...]``: the encoders' digest ranges ``first`` to ``end - 1``
+    (of ``ranges``) that each duplicate task groups, for about ``rows`` content hashes
+    in all (digests are uniform: equal runs of ranges hold about equal rows)."""
+    per_task = per_task or DUPLICATE_TASK_ROWS
+    tasks = max(1, min(ranges, -(-rows // per_task)))
+    return [(t * ranges // tasks, (t + 1) * ranges // tasks) for t in range(tasks)]
+
+
 @dataclass(frozen=True)
 class DuplicateTask:
-    """Digest range ``task`` of an output's content hashes: that range's slice of each
-    of the output's hash spills (``BuildPlan.hash_spills``; the spill's bounds say where
-    it is). The spills are not in the task: the runner encodes every task on its own,
-    and tasks that each carried every block's spill grew as blocks times tasks (about
-    600 MiB at 30 GB of input); the write stage gets them once, as a side input."""
+    """Task ``task`` of an output's duplicate search: the encoders' digest ranges
+    ``first`` to ``end - 1``, whose rows are one slice of each of the output's hash
+    spills (``BuildPlan.hash_spills``; the spill's bounds say where it is). The spills
+    are not in the task: the runner encodes every task on its own, and tasks that each
+    carried every block's spill grew as blocks times tasks (about 600 MiB at 30 GB of
+    input); the write stage gets them once, as a side input."""
 
     output: int
     task: int
+    first: int
+    end: int
 
 
 @dataclass
@@ -283,9 +306,11 @@ def make_plan(config: BuildConfig, summaries) -> BuildPlan:
                 HashSpill(s.file, s.block, blocks[(s.file, s.block)].sample_offset,
                           blocks[(s.file, s.block)].line_offset, _offset(s, "hashes"), s.spill)
                 for s in ordered if s.hash_tasks)
-            # Task t reads range t of every block's hash spill.
-            duplicate_tasks.extend(DuplicateTask(out.index, t)
-                                   for t in range(max((s.hash_tasks for s in ordered), default=0)))
+            ranges = max((s.hash_tasks for s in ordered), default=0)
+            rows = sum(s.n_samples - s.bad_records for s in ordered if s.hash_tasks)
+            if ranges:   # task t reads its ranges' slice of every block's hash spill
+                duplicate_tasks.extend(DuplicateTask(out.index, t, first, end) for t, (first, end)
+                                       in enumerate(duplicate_task_ranges(ranges, rows)))
     if error is None:
         error = plan_error(config, outputs)
         if error is not None:        # nothing to write for a build that cannot publish

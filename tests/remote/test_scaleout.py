@@ -187,11 +187,23 @@ def test_duplicate_search_split_into_digest_ranges_gives_identical_bytes(corpus,
     merged at finalize: same bytes."""
     from mintdim_beam.beam import transforms
     from mintdim_beam.beam import write_stage
+    from mintdim_beam.core import plan
 
     root, job, base = corpus
     monkeypatch.setattr(transforms, "DUPLICATE_TASK_BYTES", 37 * 64)
+    monkeypatch.setattr(plan, "DUPLICATE_TASK_ROWS", 25)                  # a few ranges a task
     monkeypatch.setattr(write_stage, "DUPLICATE_MEMBERS_PER_CHUNK", 3)
+    searched = []
+    search = write_stage.find_duplicates
+
+    def counted(config, task, hash_spills):
+        searched.append((task.output, task.first, task.end))
+        return search(config, task, hash_spills)
+
+    monkeypatch.setattr(write_stage, "find_duplicates", counted)
     other = _build_elsewhere(root, job, "digest_ranges", build_batch=[16], block_size=1024)
     _assert_same(base, other)
+    first_output = sorted(task[1:] for task in searched if task[0] == 0)
+    assert len(first_output) >= 3 and any(end - first > 1 for first, end in first_output), first_output
     staged = json.loads(Path(other[0], "stats.json").read_text())
     assert staged["duplicate_groups"] >= 5

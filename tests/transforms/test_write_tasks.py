@@ -1,7 +1,7 @@
 """The write stage's index tasks, cut from the global plan (the plan itself is
 ``tests/unit/test_plan.py``)."""
 
-from mintdim_beam.core.plan import DuplicateTask, make_plan
+from mintdim_beam.core.plan import DUPLICATE_TASK_ROWS, DuplicateTask, make_plan
 from test_plan import _config, _summary
 
 
@@ -33,7 +33,8 @@ def test_the_encoded_write_tasks_grow_with_blocks_plus_tasks_not_their_product()
     coder = registry.get_coder(object)
 
     def encoded(blocks: int, tasks: int) -> int:
-        summaries = [_summary(0, b, 10, 7, {4: 7}, hash_tasks=tasks) for b in range(blocks)]
+        rows = DUPLICATE_TASK_ROWS * tasks // blocks      # enough hashes for a task per range
+        summaries = [_summary(0, b, rows, rows, {4: 7}, hash_tasks=tasks) for b in range(blocks)]
         plan = make_plan(_config(), summaries)
         dup = [t for t in write_tasks(plan) if isinstance(t, DuplicateTask)]
         assert len(dup) == tasks and len(plan.hash_spills[0]) == blocks

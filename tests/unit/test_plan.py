@@ -1,7 +1,8 @@
 """The global plan: prefix sums, ranks, extend units and shard cutting (pure)."""
 
 from mintdim_beam.core.config import JobSpec, Policies, resolve
-from mintdim_beam.core.plan import BlockSummary, DuplicateTask, HashSpill, OverflowSample, Piece, make_plan
+from mintdim_beam.core.plan import (DUPLICATE_TASK_ROWS, BlockSummary, DuplicateTask, HashSpill, OverflowSample, Piece,
+                                    duplicate_task_ranges, make_plan)
 
 
 def _config(files=("a.jsonl", "b.jsonl"), outputs=("out",), sizes=(4, 8), sps=3, overflow="extend"):
@@ -29,11 +30,29 @@ def test_duplicate_tasks_list_every_hash_spill_with_its_offsets_once():
         _summary(0, 2, 2, 0, {}),                                 # no sample, no spill
     ])
     spills = (HashSpill(0, 0, 0, 0), HashSpill(0, 1, 7, 10), HashSpill(1, 0, 9, 0))
-    assert plan.duplicate_tasks == [DuplicateTask(0, t) for t in range(3)]
+    assert plan.duplicate_tasks == [DuplicateTask(0, 0, 0, 3)]      # 13 hashes: the 3 ranges are one task
     assert plan.hash_spills == {0: spills}
     failed = make_plan(config, [_summary(0, 0, 1, 1, {4: 1}, error=(0, 0, {"error": "E", "fields": {}}),
                                          hash_tasks=1)])
     assert failed.error is not None and failed.duplicate_tasks == [] and failed.hash_spills == {}
+
+
+def test_duplicate_tasks_join_the_encoders_ranges_by_the_hashes_they_hold():
+    """The encoders cut hashes into ranges sized for 64-byte samples; the plan joins
+    consecutive ranges into tasks of about DUPLICATE_TASK_ROWS hashes (bad records spill
+    none), every range in exactly one task, never more tasks than ranges."""
+    config = _config()
+    rows = DUPLICATE_TASK_ROWS
+    summaries = [_summary(0, b, rows, rows, {4: 7}, hash_tasks=10) for b in range(3)]
+    summaries[2] = BlockSummary(0, 2, rows, rows, {4: 7}, {4: 7}, (), rows // 2, 0, None, 10)
+    plan = make_plan(config, summaries)
+    assert plan.duplicate_tasks == [DuplicateTask(0, 0, 0, 3), DuplicateTask(0, 1, 3, 6), DuplicateTask(0, 2, 6, 10)]
+    assert duplicate_task_ranges(4, 100 * rows) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert duplicate_task_ranges(7, 0) == [(0, 7)]
+    for ranges, tasks in ((7, 3), (4096, 41), (5, 5)):
+        cut = duplicate_task_ranges(ranges, tasks * rows)
+        assert len(cut) == tasks and cut[0][0] == 0 and cut[-1][1] == ranges
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(cut, cut[1:]))
 
 
 def test_offsets_follow_file_then_block_order():
