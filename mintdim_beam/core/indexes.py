@@ -74,7 +74,7 @@ def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> 
         source_piece = (',"source_file":', _take(_strings(sources), owner), ',"source_line":')
     empty = None
     if any(c["empty"] is not None for c in columns):
-        empty = [text for c in columns for text in (c["empty"] or ["[]"] * len(c["indexed"]))]
+        empty = _joined_texts([c["empty"] or (np.zeros(len(c["indexed"]), np.int32), ["[]"]) for c in columns])
     extra = None
     if any(c["extra"] is not None for c in columns):
         extra = [text for c in columns for text in (c["extra"] or [""] * len(c["indexed"]))]
@@ -86,7 +86,7 @@ def run_index_rows(blocks: list, max_unit_size: int, samples_per_shard: int) -> 
     pieces += (source_piece,) if isinstance(source_piece, str) else source_piece
     pieces += (_ints_text(cat("lines")), ',"shard_path":"unit_', unit_text, "/shard_",
                _pc().utf8_lpad(_ints_text(shards), 6, "0", memory_pool=_POOL), '.bin","empty_fields":',
-               "[]" if empty is None else _strings(empty), ',"shard_record":', _ints_text(records))
+               "[]" if empty is None else empty, ',"shard_record":', _ints_text(records))
     pieces += ("}\n",) if extra is None else (_strings(extra), "}\n")
     sample_rows = _join_rows(n, pieces)
 
@@ -129,18 +129,7 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
         start = np.array([plan.unit_rank[int(u)] for u in sizes], np.int64)
         ranks[declared[order]] = np.repeat(start, counts) + within
 
-    empty = None
-    if meta.empty_fields:
-        empty = ["[]"] * len(indexed)
-        position = {int(s): k for k, s in enumerate(indexed.tolist())}
-        texts: dict = {}   # one JSON text per distinct list of empty fields
-        for s, names in meta.empty_fields.items():
-            if s in position:
-                key = tuple(names)
-                text = texts.get(key)
-                if text is None:
-                    text = texts[key] = json.dumps(names, ensure_ascii=False, separators=(",", ":"))
-                empty[position[s]] = text
+    empty = _empty_texts(meta.empty_fields, indexed) if meta.empty_fields else None
     extra = None
     if meta.extra:
         # Extra keys after the spec's (DESIGN.md §4): a conversation's roles, a pair's id.
@@ -152,6 +141,41 @@ def _sample_columns(meta: BlockResult, plan: BlockPlan, samples_per_shard: int) 
     return {"indexed": indexed, "ids": indexed + base, "digests": meta.digests[indexed],
             "token_count": meta.token_count[indexed], "units": units, "ranks": ranks, "lines": lines[indexed],
             "all_lines": lines, "extended": extended, "empty": empty, "extra": extra}
+
+
+def _empty_texts(empty_fields: dict, indexed: np.ndarray) -> tuple:
+    """``(codes, texts)``: each indexed sample's ``empty_fields`` JSON text is
+    ``texts[codes[k]]``, ``texts[0]`` being ``[]``.
+
+    Samples with empty fields are common (most of Alpaca's have no ``input``): they
+    are placed among the indexed samples by one search, not a dict of every sample,
+    and each distinct list is made JSON once (lists are mostly one shared object a
+    name set: they are told apart by identity before their names are compared).
+    """
+    texts = ["[]"]
+    by_names: dict = {}
+    by_id: dict = {}
+
+    def code(names) -> int:
+        found = by_id.get(id(names))
+        if found is None:
+            key = tuple(names)
+            found = by_names.get(key)
+            if found is None:
+                found = by_names[key] = len(texts)
+                texts.append(json.dumps(names, ensure_ascii=False, separators=(",", ":")))
+            by_id[id(names)] = found
+        return found
+
+    n = len(empty_fields)
+    samples = np.fromiter(empty_fields.keys(), np.int64, n)
+    found = np.fromiter(map(code, empty_fields.values()), np.int32, n)
+    at = np.searchsorted(indexed, samples)                  # indexed: ascending sample ids
+    hit = at < len(indexed)
+    hit[hit] = indexed[at[hit]] == samples[hit]             # a bad or skipped sample has no row
+    codes = np.zeros(len(indexed), np.int32)
+    codes[at[hit]] = found[hit]
+    return codes, texts
 
 
 def _extra_keys(row: dict, sample_id: int) -> str:
@@ -227,6 +251,17 @@ def _other_rows(meta: BlockResult, plan: BlockPlan, source_file: str, src: str, 
         "samples_with_unk": samples_with_unk,
         "unk_tokens": unk_tokens,
     }
+
+
+def _joined_texts(coded: list) -> pa.Array:
+    """Blocks' ``(codes, texts)`` columns (:func:`_empty_texts`) as one Arrow column of
+    their texts, in order: each block's codes renumbered into one table, then taken."""
+    table: dict = {}
+    renumbered = []
+    for codes, texts in coded:
+        mine = np.array([table.setdefault(t, len(table)) for t in texts], np.int32)
+        renumbered.append(mine[codes])
+    return _take(_strings(list(table)), np.concatenate(renumbered) if len(renumbered) > 1 else renumbered[0])
 
 
 def _pc():

@@ -278,3 +278,33 @@ def test_spilled_empty_fields_read_back_through_their_table():
     assert broken != data
     with pytest.raises(ValueError, match="out of range"):
         spill_meta.decode(broken)
+
+
+def test_sample_rows_empty_fields_equal_json_dumps_across_blocks():
+    """Each sample row's ``empty_fields`` is its own list as ``json.dumps`` writes it,
+    when consecutive blocks have different lists (some shared objects, some equal
+    copies, names that need escapes), a block has none, and a bad sample has some
+    (it has no row)."""
+    import json
+
+    from mintdim_beam.core.block_result import BAD
+
+    rng = random.Random(7)
+    lists = [["input"], ["input", "output"], ['q"uote', "漢字"], ["output"]]
+    blocks = []
+    for b, n in enumerate((40, 25, 30)):
+        meta, _ = _block(rng, n, ["x"], 5)
+        if b != 1:
+            for s in rng.sample(range(n), n // 2):
+                names = rng.choice(lists)
+                meta.empty_fields[s] = names if rng.random() < 0.5 else list(names)
+        if b == 2:
+            meta.status[3] = BAD
+            meta.empty_fields[3] = ["input"]
+        blocks.append((meta, BlockPlan(0, b, 0, 100 * b, 1000 * b, {8: 40 * b}), f"f{b}.jsonl"))
+    rows = indexes.run_index_rows(blocks, 8, 10)["sample_index.jsonl"]
+    got = [json.loads(line)["empty_fields"] for line in bytes(rows).decode("utf-8").splitlines()]
+    want = [meta.empty_fields.get(s, []) for meta, _, _ in blocks for s in range(len(meta.status))
+            if meta.status[s] != BAD]
+    assert got == want and len(got) == 94
+    assert b'"empty_fields":["q\\"uote","\xe6\xbc\xa2\xe5\xad\x97"]' in bytes(rows)
