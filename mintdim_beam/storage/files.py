@@ -402,8 +402,10 @@ def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
     so publishing a build is mostly copying. Between local files the kernel copies
     (``os.copy_file_range``: the bytes never pass through Python); anywhere else, and
     where the kernel refuses, the ranges are read and written. ``sha`` is fed the
-    file's bytes as in :func:`write_bytes` (after a kernel copy, read back from the
-    page cache the copy just filled).
+    file's bytes as in :func:`write_bytes`: after a kernel copy, each range is read
+    back from the page cache on a thread of its own (:class:`_RangeHasher`) while the
+    kernel copies the next, so that publishing's one worker hashes a large index on a
+    second core instead of after the copy.
     """
     ranges = list(ranges)
     if not (is_local(path) and all(is_local(src) for src, _, _ in ranges)
@@ -412,19 +414,24 @@ def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
     target = f"{path}.tmp-{uuid.uuid4().hex}"
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     written = 0
+    hasher = _RangeHasher(sha) if sha is not None else None
     try:
         with open(target, "wb") as out:
             for src, start, length in ranges:
                 with open(src, "rb") as f:
                     if length is None:
                         length = os.fstat(f.fileno()).st_size - start
-                    written += _copy(f, out, start, length)
-        if sha is not None:
-            with open(target, "rb") as f:
-                for chunk in iter(lambda: f.read(_CHUNK), b""):
-                    sha.update(chunk)
+                    copied = _copy(f, out, start, length)
+                if hasher is not None:
+                    out.flush()     # what a fallback copy wrote, for the hasher's own descriptor
+                    hasher.add(target, written, copied)
+                written += copied
+        if hasher is not None:
+            hasher.wait()
         os.replace(target, path)
     except BaseException as exc:
+        if hasher is not None:
+            hasher.close()
         if os.path.exists(target):
             os.remove(target)
         found = _no_space(exc, path, lambda: sum(os.path.getsize(src) - start if length is None else length
@@ -433,6 +440,49 @@ def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
             raise
         raise found from exc
     return written
+
+
+class _RangeHasher:
+    """Feeds ``sha`` the byte ranges of files, in the order they were added, on one
+    thread: reads and ``hashlib``'s updates of large buffers release the GIL, so the
+    hashing runs beside the caller's next kernel copy. One buffer, reused."""
+
+    def __init__(self, sha):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._sha = sha
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="hash")
+        self._pending: list = []
+        self._buffer = None
+
+    def add(self, path: str, start: int, length: int) -> None:
+        self._pending.append(self._pool.submit(self._hash, path, start, length))
+
+    def _hash(self, path: str, start: int, length: int) -> None:
+        if self._buffer is None:
+            self._buffer = bytearray(_CHUNK)
+        view = memoryview(self._buffer)
+        with open(path, "rb", buffering=0) as f:
+            f.seek(start)
+            while length > 0:
+                n = f.readinto(view[:min(length, _CHUNK)])
+                if not n:
+                    raise EOFError(f"{path}: ends before byte {start + length}")
+                self._sha.update(view[:n])
+                length -= n
+
+    def wait(self) -> None:
+        """Every range added is hashed; raises the first error."""
+        try:
+            for future in self._pending:
+                future.result()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        self._pool.shutdown(wait=True)
 
 
 def _copy(src, out, start: int, length: int) -> int:

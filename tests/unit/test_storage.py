@@ -3,6 +3,7 @@ spilled records, index files from their parts), copied by the kernel when it can
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 
@@ -43,9 +44,11 @@ def test_ranges_are_copied_in_order(tmp_path, sources, monkeypatch, kernel):
         monkeypatch.setattr(os, "copy_file_range", refuse)
     target = tmp_path / "out" / "shard_000000.bin"
     ranges = _ranges(sources)
-    written = storage.write_ranges(str(target), ranges)
+    sha = hashlib.sha256()
+    written = storage.write_ranges(str(target), ranges, sha=sha)
     want = _want(ranges)
     assert target.read_bytes() == want and written == len(want) > 70000
+    assert sha.hexdigest() == hashlib.sha256(want).hexdigest()
     assert sorted(os.listdir(target.parent)) == ["shard_000000.bin"]      # no temporary left
 
 
@@ -59,17 +62,22 @@ def test_kernel_and_fallback_copies_mix_in_order(tmp_path, sources, monkeypatch)
             raise OSError(22, "Invalid argument")
         return real(*args)
     monkeypatch.setattr(os, "copy_file_range", every_other)
+    monkeypatch.setattr(storage, "_CHUNK", 999)      # the hasher's reads: many a range
     target = tmp_path / "mixed.bin"
     ranges = _ranges(sources)
-    storage.write_ranges(str(target), ranges)
+    sha = hashlib.sha256()
+    storage.write_ranges(str(target), ranges, sha=sha)
     assert target.read_bytes() == _want(ranges) and len(calls) >= 4
+    assert sha.hexdigest() == hashlib.sha256(_want(ranges)).hexdigest()
 
 
 def test_a_short_source_fails_and_leaves_nothing(tmp_path, sources):
     target = tmp_path / "index.jsonl"
     with pytest.raises(EOFError, match="src2.bin"):
-        storage.write_ranges(str(target), [(sources[3], 0, 100), (sources[2], 4000, 2000)])
+        storage.write_ranges(str(target), [(sources[3], 0, 100), (sources[2], 4000, 2000)],
+                             sha=hashlib.sha256())
     assert not target.exists() and not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+    assert not [t for t in threading.enumerate() if t.name.startswith("hash")]   # the hasher is gone
 
 
 def test_an_existing_file_is_replaced_whole(tmp_path, sources):
