@@ -64,8 +64,10 @@ def build(tree: str, job: str, out: str) -> dict:
     os.sync()
     env = {**os.environ, "PYTHONPATH": tree}
     start = time.perf_counter()
+    # Run from the work folder: ``-m`` puts the working directory first on sys.path, and
+    # the workers (``-m`` too) inherit it, so a checkout there would shadow ``tree``.
     proc = subprocess.Popen([sys.executable, "-m", "mintdim_beam.cli.commands", "build", job],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(job))
     rss = bench.TreeRss(proc.pid)
     encoded, tail = None, b""
     for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):

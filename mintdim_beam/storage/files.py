@@ -445,22 +445,25 @@ def write_ranges(path: str, ranges: Iterable[tuple], sha=None) -> int:
 class _RangeHasher:
     """Feeds ``sha`` the byte ranges of files, in the order they were added, on one
     thread: reads and ``hashlib``'s updates of large buffers release the GIL, so the
-    hashing runs beside the caller's next kernel copy. One buffer, reused."""
+    hashing runs beside the caller's next kernel copy.
+
+    One buffer, made on the caller's thread: made on the short-lived hashing thread, it
+    came from a malloc arena of that thread's own, which kept it after it was freed (a
+    worker grew by 8 MiB a shard).
+    """
 
     def __init__(self, sha):
         from concurrent.futures import ThreadPoolExecutor
 
         self._sha = sha
+        self._buffer = bytearray(_CHUNK)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="hash")
         self._pending: list = []
-        self._buffer = None
 
     def add(self, path: str, start: int, length: int) -> None:
         self._pending.append(self._pool.submit(self._hash, path, start, length))
 
     def _hash(self, path: str, start: int, length: int) -> None:
-        if self._buffer is None:
-            self._buffer = bytearray(_CHUNK)
         view = memoryview(self._buffer)
         with open(path, "rb", buffering=0) as f:
             f.seek(start)
