@@ -115,5 +115,6 @@ def main(argv=None) -> None:
             print(f"| {os.path.basename(tree)} | {r} | {m['wall']:.1f} | {phases} | {size / 1e6 / m['wall']:.1f} | "
                   f"{m['peak_rss'] >> 20:,} MiB | {m['peak_process'] >> 20:,} MiB |")
 
+
 if __name__ == "__main__":
     main()

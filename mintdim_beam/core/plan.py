@@ -143,12 +143,11 @@ class HashSpill:
 DUPLICATE_TASK_ROWS = 1 << 18
 
 
-def duplicate_task_ranges(ranges: int, rows: int, per_task: Optional[int] = None) -> list:
+def duplicate_task_ranges(ranges: int, rows: int) -> list:
     """``[(first, end), ...]``: the encoders' digest ranges ``first`` to ``end - 1``
     (of ``ranges``) that each duplicate task groups, for about ``rows`` content hashes
     in all (digests are uniform: equal runs of ranges hold about equal rows)."""
-    per_task = per_task or DUPLICATE_TASK_ROWS
-    tasks = max(1, min(ranges, -(-rows // per_task)))
+    tasks = max(1, min(ranges, -(-rows // DUPLICATE_TASK_ROWS)))
     return [(t * ranges // tasks, (t + 1) * ranges // tasks) for t in range(tasks)]
 
 
