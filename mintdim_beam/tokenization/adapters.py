@@ -17,8 +17,9 @@ encoding needs both off, so the adapter switches them off on its own in-memory c
 after reading the configured pad id; the user's file is never written.
 
 Only the libraries' public APIs are used here. The exact accelerators of
-``mintdim_beam.tokenization.accel`` (byte-level BPE word by word, the SentencePiece UNK audit) are
-taken when ``accelerators`` is on and their probes pass, and give the same results.
+``mintdim_beam.tokenization.accel`` (byte-level BPE word by word, gigatoken, the
+SentencePiece UNK audit) are taken when ``accelerators`` is on and their probes pass,
+and give the same results.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from mintdim_beam.errors import TokenDTypeCapacityError, TokenizerSpecialTokenEr
 from mintdim_beam.errors import tokenizer_messages as TM
 from mintdim_beam.tokenization.long_texts import LONG_TEXT_CHARS, PieceEncoder, cuttable
 from mintdim_beam.format.shard_format import UINT16, UINT16_MAX, UINT32, UINT32_MAX, TokenStorage  # noqa: F401 (re-exported)
+from mintdim_beam.tokenization import accel
 from mintdim_beam.tokenization import special_tokens as ST
 from mintdim_beam.tokenization.special_tokens import SpecialToken, SpecialTokens, TokenizerFiles
 from mintdim_beam.tokenization.sp_model import read_model
@@ -245,6 +247,9 @@ class SentencePieceTokenizer(Tokenizer):
         self._pool_class = getattr(spm, "ThreadPool", None)
         self._runs = _UNSET if accelerators else None
         self._runs_lock = threading.Lock()
+        # gigatoken for a BPE model in Llama 2's settings (accel.gigatoken_sp), else None.
+        self._giga = accel.gigatoken_sp_encoder(sp, data, facts, self.library_batch, [*control, *by_content],
+                                                parallel=num_threads != 1) if accelerators else None
 
     @property
     def _unk_runs(self):
@@ -269,6 +274,8 @@ class SentencePieceTokenizer(Tokenizer):
 
     def prepare(self) -> None:
         self._unk_runs  # noqa: B018 - set up now, not in the first encode call
+        if self._giga is not None:
+            self._giga.prepare()   # gigatoken's probe (accel.gigatoken_sp)
 
     def _thread_pool(self):
         """A one-thread SentencePiece pool per calling thread, kept across calls.
@@ -285,6 +292,12 @@ class SentencePieceTokenizer(Tokenizer):
         return pool
 
     def encode_batch(self, texts):
+        if self._giga is not None:
+            return self._giga.encode_batch(list(texts))
+        return self.library_batch(texts)
+
+    def library_batch(self, texts):
+        """``encode_batch`` by the library alone."""
         texts = list(texts)
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)

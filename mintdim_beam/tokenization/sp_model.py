@@ -5,7 +5,8 @@ file cut short there holds fewer pieces and no trainer or normalizer settings, a
 encodes text differently without a word of warning. Every model the trainer writes
 holds both settings (they follow the pieces in the file), so a model without them is
 refused as truncated. The UNK-audit accelerator (``accel.sp_unk``) reads the model
-type, byte fallback and normalizer name here too, and the adapter the user-defined pieces
+type, byte fallback and normalizer name here too, gigatoken's gate (``accel.gigatoken_sp``)
+the normalizer's settings, and the adapter the user-defined pieces
 (``{@<content>}`` template segments may name them; the library has no call that says
 which pieces are user-defined).
 
@@ -20,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-#: ``TrainerSpec.model_type`` of a Unigram model (sentencepiece_model.proto).
+#: ``TrainerSpec.model_type`` of a Unigram and of a BPE model (sentencepiece_model.proto).
 UNIGRAM = 1
+BPE = 2
 #: ``SentencePiece.Type`` of a user-defined piece (sentencepiece_model.proto).
 USER_DEFINED = 4
 
@@ -33,6 +35,12 @@ class ModelFacts:
     normalizer: str          # NormalizerSpec.name
     complete: bool           # both TrainerSpec and NormalizerSpec present
     user_defined: tuple = ()  # (id, piece) of every USER_DEFINED piece, in id order
+    # How the normalizer treats text before the model sees it (NormalizerSpec, TrainerSpec):
+    charsmap: bool = False   # a precompiled character map (NFKC and kin; "identity" has none)
+    add_dummy_prefix: bool = True
+    remove_extra_whitespaces: bool = True
+    escape_whitespaces: bool = True
+    whitespace_suffix: bool = False   # TrainerSpec.treat_whitespace_as_suffix
 
 
 def read_model(data: bytes) -> Optional[ModelFacts]:
@@ -45,9 +53,13 @@ def read_model(data: bytes) -> Optional[ModelFacts]:
     except DecodeError:
         return None
     user_defined = tuple((i, p.piece) for i, p in enumerate(model.pieces) if p.type == USER_DEFINED)
-    return ModelFacts(model.trainer_spec.model_type, model.trainer_spec.byte_fallback,
-                      model.normalizer_spec.name,
-                      model.HasField("trainer_spec") and model.HasField("normalizer_spec"), user_defined)
+    norm = model.normalizer_spec
+    return ModelFacts(model.trainer_spec.model_type, model.trainer_spec.byte_fallback, norm.name,
+                      model.HasField("trainer_spec") and model.HasField("normalizer_spec"), user_defined,
+                      charsmap=bool(norm.precompiled_charsmap), add_dummy_prefix=norm.add_dummy_prefix,
+                      remove_extra_whitespaces=norm.remove_extra_whitespaces,
+                      escape_whitespaces=norm.escape_whitespaces,
+                      whitespace_suffix=model.trainer_spec.treat_whitespace_as_suffix)
 
 
 _MODEL_CLASS = None
@@ -66,8 +78,13 @@ def _model_class():
         trainer.field.add(name="model_type", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL,
                           default_value=str(UNIGRAM))
         trainer.field.add(name="byte_fallback", number=35, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
+        trainer.field.add(name="treat_whitespace_as_suffix", number=24, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
         normalizer = proto.message_type.add(name="NormalizerSpec")
         normalizer.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+        normalizer.field.add(name="precompiled_charsmap", number=2, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+        for name, number in (("add_dummy_prefix", 3), ("remove_extra_whitespaces", 4), ("escape_whitespaces", 5)):
+            normalizer.field.add(name=name, number=number, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL,
+                                 default_value="true")
         piece = proto.message_type.add(name="SentencePiece")
         piece.field.add(name="piece", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
         piece.field.add(name="type", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL, default_value="1")

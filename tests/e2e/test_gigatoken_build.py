@@ -5,7 +5,8 @@ are compared with the library's in ``tests/unit/test_gigatoken_accel.py``; here 
 builds are, with the word encoder's mode (worker processes, gigatoken on the calling
 thread) and the in-memory mode (gigatoken on its own threads), on text that mixes what
 gigatoken encodes with what it leaves to the library (code points after Unicode 14)
-and the test tokenizer's added tokens.
+and the test tokenizer's added tokens; and a SentencePiece BPE ``.model``
+(``accel.gigatoken_sp``), whose control and user-defined pieces' texts are the library's.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ PROCESSES = ["--direct_running_mode=multi_processing", "--direct_num_workers=1"]
 
 
 @pytest.mark.parametrize("tokenizer,options", [("hf_bytelevel_bpe.json", PROCESSES), ("hf_bytelevel_bpe.json", None),
-                                               ("llama2", None)],
-                         ids=["processes", "in_memory", "sentencepiece_style"])
+                                               ("llama2", None), ("llama2.model", None), ("llama2.model", PROCESSES)],
+                         ids=["processes", "in_memory", "sentencepiece_style", "sentencepiece_bpe",
+                              "sentencepiece_bpe_processes"])
 def test_builds_with_and_without_accelerators_publish_the_same_bytes(tmp_path, monkeypatch, tokenizer, options):
     calls = []
     real = gigatoken_bpe.GigatokenBPE._gigatoken
@@ -51,11 +53,17 @@ def test_builds_with_and_without_accelerators_publish_the_same_bytes(tmp_path, m
 
         path = tmp_path / "llama2.json"
         path.write_text(_sentencepiece_style("llama2"), encoding="utf-8")
+    kind = "hf_json"
+    if tokenizer == "llama2.model":     # a SentencePiece BPE .model in Llama 2's settings (accel.gigatoken_sp)
+        from test_gigatoken_sp import LLAMA, train
+
+        path, kind = tmp_path / "llama2.model", "sentencepiece"
+        path.write_bytes(train(**LLAMA))
     data = write_jsonl(tmp_path / "in.jsonl", ROWS)
     outs = {}
     for accelerators in (True, False):
         out = str(tmp_path / f"out_{accelerators}")
-        run_pipeline(files=[data], fields=[["q", "a"]], templates=["Q: {q}\nA: {a}"], tokenizer_kind="hf_json",
+        run_pipeline(files=[data], fields=[["q", "a"]], templates=["Q: {q}\nA: {a}"], tokenizer_kind=kind,
                      tokenizer_files=[str(path)], sizes=[[16, 64, 256]],
                      samples_per_shard=[16], output_dirs=out, on_overflow="truncate",
                      on_template_unk="continue", build_batch=(7,), options=options, accelerators=accelerators)

@@ -23,7 +23,9 @@ from tokenizers import Tokenizer
 from conftest import REALDATA, TESTDATA
 from mintdim_beam.tokenization.accel import gigatoken_bpe
 from mintdim_beam.tokenization.accel.bpe_words import ByteLevelWords
-from mintdim_beam.tokenization.accel.gigatoken_bpe import GigatokenBPE, probe_texts, supported
+from mintdim_beam.tokenization.accel import battery
+from mintdim_beam.tokenization.accel.battery import probe_texts
+from mintdim_beam.tokenization.accel.gigatoken_bpe import GigatokenBPE, supported
 from mintdim_beam.tokenization.adapters import HF_JSON, load_tokenizer
 
 pytest.importorskip("gigatoken")
@@ -151,7 +153,7 @@ def test_every_unicode_14_code_point_gives_the_library_ids(name, olmo):
     text = olmo if name == "olmo" else (TESTDATA / name).read_text(encoding="utf-8")
     tok, enc = _encoder(text)
     assert enc.active
-    texts = gigatoken_bpe._code_point_sweep(1)
+    texts = battery._code_point_sweep(1)
     _assert_same(enc.encode_batch(texts), _want(tok, texts), texts)
     assert enc.fallback_texts < len(texts) // 10      # NFC aside, gigatoken encoded them
 

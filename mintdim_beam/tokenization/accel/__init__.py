@@ -13,7 +13,9 @@ implementation here that gives the same ids and the same UNK substrings:
 - ``gigatoken_bpe``: a byte-level BPE ``tokenizer.json`` encoded by gigatoken (an
   optional dependency, ``pip install mintdim-beam[fast]``), taken only when its
   configuration, vocabulary, merges and a battery of probe texts agree with the library;
-  where gigatoken is absent or disagrees, the word encoder or the library encode.
+  where gigatoken is absent or disagrees, the word encoder or the library encode;
+- ``gigatoken_sp``: a SentencePiece BPE ``.model`` with byte fallback in Llama 2's
+  settings encoded by gigatoken, under the same kind of probe against the library.
 
 Each entry point below checks its conditions on the loaded tokenizer (the model's type
 and configuration, then probe texts compared with the library's own answer) and returns
@@ -49,6 +51,15 @@ def gigatoken_encoder(tokenizer, config_text: str, fallback=None, parallel: bool
 
     return GigatokenBPE.for_tokenizer(tokenizer, config_text, fallback=fallback, parallel=parallel,
                                       long_fallback=long_fallback)
+
+
+def gigatoken_sp_encoder(sp, data: bytes, facts, library: Callable, specials, parallel: bool = False):
+    """A ``gigatoken_sp.GigatokenSentencePiece`` for a loaded SentencePiece BPE model, or
+    None (gigatoken not installed, or settings it is not known to reproduce). Its probe
+    runs on first use; until it passes, and wherever it did not, ``library`` encodes."""
+    from mintdim_beam.tokenization.accel.gigatoken_sp import GigatokenSentencePiece
+
+    return GigatokenSentencePiece.for_model(sp, data, facts, library, specials, parallel=parallel)
 
 
 def sentencepiece_unk_runs(sp, proto_substrings: Callable) -> Optional[Callable]:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import logging
 import operator
-import random
+import os
 import re
 import threading
 import unicodedata
@@ -59,6 +59,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from mintdim_beam.tokenization.accel.battery import SPIECE_SPACE, probe_texts, vocab_texts
 from mintdim_beam.tokenization.accel.bpe_words import byte_chars, outside_unicode14, outside_unicode14_in
 
 log = logging.getLogger(__name__)
@@ -145,10 +146,6 @@ def _byte_level(pre: Optional[dict]) -> bool:
     return True
 
 
-#: SentencePiece's word boundary, as HF's converted SentencePiece BPE files spell it.
-SPIECE_SPACE = "\u2581"
-
-
 def sentencepiece_style(config: dict) -> bool:
     """A SentencePiece BPE with byte fallback as HF converts one (Llama 2, Mistral,
     Gemma): spaces become ``\u2581`` and a word boundary is prepended, by the normalizer
@@ -190,106 +187,6 @@ def supported(config: dict) -> Optional[str]:
         if token.get("single_word") or token.get("lstrip") or token.get("rstrip"):
             return f"added token {token.get('content')!r} with single_word, lstrip or rstrip"
     return None
-
-
-# ---------------------------------------------------------------------------------
-# The probe's texts
-
-#: Every kind of whitespace the splits treat apart (``\s`` of the library, line
-#: breaks of the Llama 3 pattern), and characters that are not whitespace but look so.
-WHITESPACE = (" ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u1680",
-              "\u2000", "\u2009", "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000")
-NOT_WHITESPACE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u180e")
-RUN_LENGTHS = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255,
-               256, 257, 511, 512, 513, 1000)
-
-#: Short texts where splits, contractions and merges decide differently.
-EDGE = (
-    "", "a", "A", "1", "!", "hello world", " hello", "hello ", "  hello  ", "Hello, World!",
-    "it's", "IT'S", "It'S", "we're", "they've", "I'm", "you'll", "he'd", "'s", "'", "''", "'''s",
-    "don't", "DON'T", "l'amour", "rock'n'roll", "it\u2019s", "\u2019s", "a's b't c're d've e'm f'll g'd",
-    "1", "12", "123", "1234", "12345", "123456", "1234567", "12345678901234567890", "3.14159",
-    "1,000,000", "1e10", "-42", "0x1F", "v1.2.3", "\u0663\u0664\u0665", "\uff11\uff12\uff13", "\u00bd", "\u2163", "\u00b2\u00b3", "\u2460\u2461",
-    "a1b2c3", "abc123def", "ABC", "aBcDeF", "\u00c0\u00c9\u00ce\u00d5\u00dc", "stra\u00dfe", "\ufb01", "\u01c4\u01c5\u01c6", "\u0130\u0131",
-    "e\u0301", "a\u0308\u0301", "\u0301", "\u0301a", " \u0301", "n\u0303o", "\uac01", "\u1100\u1161\u11a8",
-    "\u00c5", "\u00c5", "\u03a9", "\u1e31", "\u0344", "q\u0307\u0323", "\u1e9b\u0323",
-    "\U0001f600", "\U0001f600\U0001f600\U0001f600", "\U0001f44d\U0001f3fd", "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466", "\U0001f1fb\U0001f1f3", "\U0001f1fb\U0001f1f3\U0001f1fa\U0001f1f8", "1\ufe0f\u20e3", "\u2764\ufe0f", "\U0001f3f3\ufe0f\u200d\U0001f308", " \U0001f600", "a\U0001f600b",
-    "\u6f22\u5b57", "\u4f60\u597d\uff0c\u4e16\u754c\uff01", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8", "\ud55c\uad6d\uc5b4 \ud14d\uc2a4\ud2b8", "\u0e20\u0e32\u0e29\u0e32\u0e44\u0e17\u0e22", "\u0627\u0644\u0639\u0631\u0628\u064a\u0629", "\u05e2\u05d1\u05e8\u05d9\u05ea",
-    "\u0939\u093f\u0928\u094d\u0926\u0940", "Ti\u1ebfng Vi\u1ec7t c\u00f3 d\u1ea5u", "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac", "\u0440\u0443\u0441\u0441\u043a\u0438\u0439 \u044f\u0437\u044b\u043a", "\u10e5\u10d0\u10e0\u10d7\u10e3\u10da\u10d8", "\u12a0\u121b\u122d\u129b", "\u182e\u1823\u1829\u182d\u1823\u182f",
-    "\x00", "\x01\x02\x03", "\x07\x08", "\x1b[31mred\x1b[0m", "\x7f", "\x80\x81\x9f", "a\x00b",
-    "\ufffd", "\ufffe", "\uffff", "\U0010fffd", "\U0010ffff", "\ue000", "\uf8ff", "\U000f0000",
-    "\U000e0001\U000e0041", "\ufe0f", "\U000e0100", "\u200e\u200f", "\u202e", "\u2066\u2069",
-    "\\ud83d", "\\ud83d\\ude00", "\\u0000", "\\n\\t", "&#55357;", "%ED%A0%80", "\\x80",
-    "<|endoftext|>", "<s>", "</s>", "<unk>", "<pad>", "[UNK]", "<<>>", "<|", "|>", "|||",
-    "http://example.com/a/b?c=d&e=f#g", "user@example.com", "C:\\path\\to\\file.txt",
-    "def f(x):\n    return x + 1\n", "{\"a\": [1, 2, 3]}", "<div class=\"x\">y</div>",
-    "SELECT * FROM t WHERE a = 'b';", "#!/bin/sh\n\necho \"$1\"\n", "\tindented\n\t\tmore",
-    "---", "...", "!!!", "???", "***", "___", "===", "~~~", "```python\nx\n```", "$$", "%%",
-    "a\nb", "a\n\nb", "a \nb", "a\n b", "a\r\nb", "a \r\n b", "a\t\nb", "\n\n\n", " \n \n ",
-    "\u2581", "\u2581\u2581a", " \u2581 ", "a\u2581b", "<0x00>", "<0x41>", "<0xFF>", "<0x0A>\n", "<0xZZ>",
-)
-
-#: Long words: runs the model merges far from any split.
-def _long_texts(rng: random.Random) -> list:
-    letters = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(20000))
-    mixed = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-                    for _ in range(12000))
-    return ["a" * 5000, "ab" * 6000, letters, mixed, "1" * 3000, "!" * 3000, "-" * 2000, "." * 2000,
-            "\u6f22" * 3000, "\U0001f600" * 1000, "\u00e9" * 3000, "\u0301" * 500, " " * 3000, "\n" * 2000,
-            "\t" * 1000, " a" * 3000, "a " * 3000, "word " * 2000]
-
-
-def _code_point_sweep(step: int) -> list:
-    """Texts holding code points of every script (every one below U+0800, then one in
-    ``step`` of each assigned range), each in contexts where the splits decide: next to
-    letters, digits, spaces, apostrophes and itself."""
-    from mintdim_beam.tokenization.accel.unicode14 import ASSIGNED
-
-    points = []
-    for start, end in ASSIGNED:
-        for cp in range(start, end + 1):
-            if cp < 0x800 or (cp - start) % step == 0 or cp == end:
-                points.append(chr(cp))
-    texts, group = [], 24
-    for i in range(0, len(points), group):
-        texts.append("".join(f"a{c}a {c}1{c}{c} {c}'s{c}\n" for c in points[i:i + group]))
-    return texts
-
-
-def probe_texts(added: Sequence[str], vocab_texts: Sequence[str] = (), seed: int = 0,
-                sweep_step: int = 199, randoms: int = 1500) -> list:
-    """The probe's battery for a tokenizer with these added tokens' contents and these
-    vocabulary entries (as texts). Deterministic for a seed."""
-    rng = random.Random(seed)
-    texts = list(EDGE)
-    for ws in WHITESPACE:
-        lengths = RUN_LENGTHS if ws in (" ", "\n", "\t") else RUN_LENGTHS[:12]
-        for n in lengths:
-            run = ws * n
-            texts += [run, "a" + run + "b", run + "a", "a" + run, "1" + run + "!"]
-    for ws in NOT_WHITESPACE:
-        texts += [ws, "a" + ws + "b", " " + ws + " ", ws * 3]
-    for a in WHITESPACE[:8]:
-        for b in WHITESPACE[:8]:
-            texts += [a + b, "x" + a + b + "y", "x" + a + a + b + b + "y"]
-    for content in added:
-        if not content:
-            continue
-        texts += [content, "a" + content + "b", " " + content + " ", content + content, "x" + content,
-                  content + "x", "\n" + content + "\n", content + " " + content, "  " + content + "  ",
-                  "1" + content + "1", content[:-1], content[1:], "'" + content + "'s"]
-    if added:
-        texts += ["".join(added), " ".join(added), "\n".join(added), "a".join(added)]
-    texts += _long_texts(rng)
-    texts += _code_point_sweep(sweep_step)
-    texts += list(vocab_texts)
-    alphabet = (list("abcdefghijklmnopqrstuvwxyz ABCXYZ 0123456789 .,;:!?-'\"()[]{}<>/\\|@#$%^&*_=+~`")
-                + list(WHITESPACE) + list(NOT_WHITESPACE) + ["'s", "'ll", "'D", "\u2019", "  ", "   ", "\n\n"]
-                + list("\u00e9\u00df\u03a9\u0436\u3042\u4e2d\ud55c\u0627\u0663\u00bd\u2163\U0001f600") + ["e\u0301", "\U0001f1fb\U0001f1f3", "\U0001f44d\U0001f3fd", "\x00", "\x7f", "\ufffd"]
-                + [c for c in added if c][:200])
-    for _ in range(randoms):
-        texts.append("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 48))))
-    return texts
 
 
 # ---------------------------------------------------------------------------------
@@ -402,11 +299,19 @@ class GigatokenBPE:
                 log.info("gigatoken not used for this tokenizer: %s", self.reason)
             self._ready = True
 
-    def _load_and_probe(self) -> Optional[str]:
+    def _load(self):
+        """gigatoken's tokenizer, from the file's bytes (never a path: no Hub look-up)."""
         from gigatoken.gigatoken_rs import load_hf_json
 
-        backend = load_hf_json(self._config_text)
-        why = probe(self._tokenizer, backend, self._config, self._direct, self._parallel)
+        return load_hf_json(self._config_text)
+
+    def _probe(self, backend) -> Optional[str]:
+        """None when ``backend`` agrees with the library (:func:`probe`), else why not."""
+        return probe(self._tokenizer, backend, self._config, self._direct, self._parallel)
+
+    def _load_and_probe(self) -> Optional[str]:
+        backend = self._load()
+        why = self._probe(backend)
         if why is None:
             self._backend = backend
             self._size = int(backend.vocab_size)
@@ -425,14 +330,12 @@ class GigatokenBPE:
             grown = self._since_load > CACHE_CHARS
         if not grown:
             return
-        from gigatoken.gigatoken_rs import load_hf_json
-
         with self._lock:
             if self._backend is None:
                 return
             self._backend = None        # the old cache goes once the calls using it return
             try:
-                self._backend = load_hf_json(self._config_text)
+                self._backend = self._load()
             except _NOT_GIGATOKEN:
                 raise
             except BaseException as exc:
@@ -552,22 +455,25 @@ class GigatokenBPE:
         return self._long_fallback.append_long(text, out)
 
 
-_PAGE = None
+_STATM = None   # (pid, descriptor of /proc/<pid>/statm): opened once a process
 
 
 def _rss() -> Optional[int]:
-    """This process's resident set in bytes, or None where ``/proc`` has no ``statm``."""
-    global _PAGE
+    """This process's resident set in bytes, or None where ``/proc`` has no ``statm``.
+
+    Read twice a call: the descriptor stays open (a read at offset 0 of a ``/proc``
+    file gives it anew), opened again in a forked child, whose ``/proc/self`` differs."""
+    global _STATM
     try:
-        with open("/proc/self/statm", "rb") as f:
-            pages = int(f.read().split()[1])
+        if _STATM is None or _STATM[0] != os.getpid():
+            _STATM = (os.getpid(), os.open("/proc/self/statm", os.O_RDONLY))
+        pages = int(os.pread(_STATM[1], 128, 0).split()[1])
     except (OSError, ValueError, IndexError):
         return None
-    if _PAGE is None:
-        import os
+    return pages * _PAGE_SIZE
 
-        _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    return pages * _PAGE
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _interleave(keep: np.ndarray, mine: tuple, other: tuple) -> tuple:
@@ -633,22 +539,6 @@ def _merges(config: dict, spiece: bool = False) -> Optional[list]:
     return out
 
 
-def _vocab_texts(expected: dict, count: int = 1500) -> list:
-    """Up to ``count`` vocabulary entries that are UTF-8 text, spread over the ids."""
-    entries = [raw for _, raw in sorted(expected.items())]
-    step = max(1, len(entries) // count)
-    texts = []
-    for raw in entries[::step]:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        texts.append(text)
-        if SPIECE_SPACE in text:      # a SentencePiece word, as the text it comes from
-            texts.append(text.replace(SPIECE_SPACE, " ").lstrip(" "))
-    return texts
-
-
 def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
           texts: Optional[Sequence[str]] = None) -> Optional[str]:
     """None when gigatoken's ``backend`` agrees with the library's ``tokenizer``
@@ -678,7 +568,7 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
         return "merges differ from the library's"
     if texts is None:
         added = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
-        texts = probe_texts(added, _vocab_texts(expected))
+        texts = probe_texts(added, vocab_texts(expected))
     if direct is not None:
         texts = [t for t in texts if not direct(t)]
     # One text a call: the library's batch call would start its thread pool, whose
