@@ -8,7 +8,8 @@ and nothing else: no hashing, no indexes, no shards. ``KIND`` is ``sentencepiece
 ``hf_json``; the template is the fields (default instruction, input, output) with a
 blank line between each two, as ``run.py`` declares it. Prints one JSON line: tokens,
 seconds, tokens/s. The HF tokenizer's own thread pool is limited to one thread by the
-caller (``RAYON_NUM_THREADS=1``). ``--gigatoken`` (``hf_json`` only) encodes each batch with
+caller (``RAYON_NUM_THREADS=1``). ``--gigatoken`` (a BPE ``tokenizer.json``, or a SentencePiece
+BPE ``.model`` with byte fallback) encodes each batch with
 gigatoken instead, in one call on the calling thread (``parallel=False``), the ids read
 from its result without a Python int per token.
 """
@@ -32,27 +33,33 @@ def main(argv=None) -> None:
     parser.add_argument("tokenizer")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--fields", default=FIELDS, help="text fields, comma-separated (default: %(default)s)")
-    parser.add_argument("--gigatoken", action="store_true", help="hf_json: encode with gigatoken on one thread")
+    parser.add_argument("--gigatoken", action="store_true", help="encode with gigatoken on one thread (BPE only)")
     args = parser.parse_args(argv)
     fields = args.fields.split(",")
 
-    if args.kind == "sentencepiece":
+    if args.gigatoken:
+        import numpy as np
+        import gigatoken
+
+        with open(args.tokenizer, "rb") as f:
+            data = f.read()
+        if args.kind == "sentencepiece":     # a BPE model with byte fallback
+            backend = gigatoken.Tokenizer.from_sentencepiece(data).backend
+        else:
+            from gigatoken.gigatoken_rs import load_hf_json
+
+            backend = load_hf_json(data)
+
+        def encode(texts):
+            offsets = np.asarray(backend.encode_batch(texts, parallel=False).layout.offsets.data)
+            return [range(n) for n in np.diff(offsets).tolist()]   # only the counts are summed
+    elif args.kind == "sentencepiece":
         import sentencepiece as spm
 
         sp = spm.SentencePieceProcessor(model_file=args.tokenizer)
 
         def encode(texts):
             return sp.encode(texts, out_type=int, num_threads=1)
-    elif args.gigatoken:
-        import numpy as np
-        from gigatoken.gigatoken_rs import load_hf_json
-
-        with open(args.tokenizer, "rb") as f:
-            backend = load_hf_json(f.read())
-
-        def encode(texts):
-            offsets = np.asarray(backend.encode_batch(texts, parallel=False).layout.offsets.data)
-            return [range(n) for n in np.diff(offsets).tolist()]   # only the counts are summed
     else:
         os.environ.setdefault("RAYON_NUM_THREADS", "1")
         from tokenizers import Tokenizer

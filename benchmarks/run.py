@@ -206,6 +206,43 @@ def ensure_bpe(work: str, corpus: str, fields=FIELDS) -> tuple[str, str]:
     return path, plain
 
 
+def ensure_sp_bpe(work: str, corpus: str, fields=FIELDS) -> str:
+    """A 32k SentencePiece BPE ``.model`` trained on the corpus in Llama 2's settings (byte
+    fallback, no normalization map, whitespace kept, digits split), with a pad piece."""
+    path = os.path.join(work, "spbpe32k.model")
+    if not os.path.exists(path):
+        import io
+
+        import sentencepiece as spm
+
+        print("[bench] training a 32k SentencePiece BPE", flush=True)
+
+        def texts(limit=30_000_000):
+            seen = 0
+            with open(corpus, encoding="utf-8") as f:
+                for line in f:
+                    if len(line) > 100_000:
+                        continue
+                    record = json.loads(line)
+                    yield from (record[f] for f in fields if record[f])
+                    seen += len(line)
+                    if seen > limit:
+                        return
+
+        buffer = io.BytesIO()
+        spm.set_random_generator_seed(0)
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=texts(), model_writer=buffer, model_type="bpe", vocab_size=32000,
+            byte_fallback=True, normalization_rule_name="identity", remove_extra_whitespaces=False,
+            split_digits=True, allow_whitespace_only_pieces=True, character_coverage=0.9995,
+            input_sentence_size=300_000, shuffle_input_sentence=True, max_sentence_length=1 << 16,
+            pad_id=3, minloglevel=2)
+        with open(path + ".tmp", "wb") as f:
+            f.write(buffer.getvalue())
+        os.replace(path + ".tmp", path)
+    return path
+
+
 def ensure_datatrove(work: str) -> str:
     venv = os.path.join(work, "venv-datatrove")
     python = os.path.join(venv, "bin", "python")
