@@ -173,6 +173,21 @@ def template(fields) -> str:
     return "\n\n".join("{%s}" % f for f in fields)
 
 
+def training_texts(corpus: str, fields=FIELDS, limit: int = 30_000_000):
+    """The fields' values of the corpus's first ``limit`` bytes of lines (lines above
+    100 kB left out): what the benchmark tokenizers are trained on."""
+    seen = 0
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            if len(line) > 100_000:
+                continue
+            record = json.loads(line)
+            yield from (record[f] for f in fields)
+            seen += len(line)
+            if seen > limit:
+                return
+
+
 def ensure_bpe(work: str, corpus: str, fields=FIELDS) -> tuple[str, str]:
     """A 32k byte-level BPE trained on the corpus; with padding (ours) and without (datatrove)."""
     path = os.path.join(work, "bpe32k.tokenizer.json")
@@ -187,19 +202,7 @@ def ensure_bpe(work: str, corpus: str, fields=FIELDS) -> tuple[str, str]:
         trainer = trainers.BpeTrainer(vocab_size=32000, special_tokens=["<pad>", "<unk>"],
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
 
-        def texts(limit=30_000_000):
-            seen = 0
-            with open(corpus, encoding="utf-8") as f:
-                for line in f:
-                    if len(line) > 100_000:
-                        continue
-                    record = json.loads(line)
-                    yield from (record[f] for f in fields)
-                    seen += len(line)
-                    if seen > limit:
-                        return
-
-        tok.train_from_iterator(texts(), trainer)
+        tok.train_from_iterator(training_texts(corpus, fields), trainer)
         tok.save(plain)
         tok.enable_padding(pad_id=0, pad_token="<pad>")
         tok.save(path)
@@ -217,22 +220,10 @@ def ensure_sp_bpe(work: str, corpus: str, fields=FIELDS) -> str:
 
         print("[bench] training a 32k SentencePiece BPE", flush=True)
 
-        def texts(limit=30_000_000):
-            seen = 0
-            with open(corpus, encoding="utf-8") as f:
-                for line in f:
-                    if len(line) > 100_000:
-                        continue
-                    record = json.loads(line)
-                    yield from (record[f] for f in fields if record[f])
-                    seen += len(line)
-                    if seen > limit:
-                        return
-
         buffer = io.BytesIO()
         spm.set_random_generator_seed(0)
         spm.SentencePieceTrainer.train(
-            sentence_iterator=texts(), model_writer=buffer, model_type="bpe", vocab_size=32000,
+            sentence_iterator=(t for t in training_texts(corpus, fields) if t), model_writer=buffer, model_type="bpe", vocab_size=32000,
             byte_fallback=True, normalization_rule_name="identity", remove_extra_whitespaces=False,
             split_digits=True, allow_whitespace_only_pieces=True, character_coverage=0.9995,
             input_sentence_size=300_000, shuffle_input_sentence=True, max_sentence_length=1 << 16,

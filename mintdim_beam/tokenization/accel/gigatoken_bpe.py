@@ -554,15 +554,9 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
     expected = _expected_vocab(tokenizer, spiece)
     if expected is None:
         return "a vocabulary entry outside the byte-level alphabet"
-    size = max(expected, default=-1) + 1
-    if int(backend.vocab_size) != size:
-        return f"vocabulary size {backend.vocab_size}, the library's {size}"
-    vocab = backend.vocab
-    if len(vocab) != len(expected):
-        return f"{len(vocab)} vocabulary entries, the library's {len(expected)}"
-    for i, raw in expected.items():
-        if vocab.get(i) != raw:
-            return f"id {i} is {vocab.get(i)!r}, the library's {raw!r}"
+    why = vocab_difference(backend, expected)
+    if why is not None:
+        return why
     merges = _merges(config, spiece)
     if merges is None or list(backend.merges) != merges:
         return "merges differ from the library's"
@@ -574,7 +568,27 @@ def probe(tokenizer, backend, config: dict, direct=None, parallel: bool = False,
     # One text a call: the library's batch call would start its thread pool, whose
     # threads' heaps (about 37 MiB) a worker that encodes with gigatoken never needs.
     want = [tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
-    rows = backend.encode_batch(texts, parallel=parallel)
+    return first_difference(texts, want, backend.encode_batch(texts, parallel=parallel))
+
+
+def vocab_difference(backend, expected: dict) -> Optional[str]:
+    """None when gigatoken's vocabulary is ``expected`` (id -> bytes), id for id, else
+    the first difference (the probes of both gigatoken gates)."""
+    size = max(expected, default=-1) + 1
+    if int(backend.vocab_size) != size:
+        return f"vocabulary size {backend.vocab_size}, the library's {size}"
+    vocab = backend.vocab
+    if len(vocab) != len(expected):
+        return f"{len(vocab)} vocabulary entries, the library's {len(expected)}"
+    for i, raw in expected.items():
+        if vocab.get(i) != raw:
+            return f"id {i} is {vocab.get(i)!r}, the library's {raw!r}"
+    return None
+
+
+def first_difference(texts: Sequence[str], want: Sequence[Sequence[int]], rows) -> Optional[str]:
+    """None when gigatoken's answer ``rows`` holds the library's ids ``want`` for
+    ``texts``, else the first difference (the probes of both gigatoken gates)."""
     offsets = np.asarray(rows.layout.offsets.data)
     ids = np.asarray(rows.layout.content.data)
     if len(offsets) != len(texts) + 1:

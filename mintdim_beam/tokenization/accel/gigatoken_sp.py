@@ -31,10 +31,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-import numpy as np
-
 from mintdim_beam.tokenization.accel.battery import probe_texts, vocab_texts
-from mintdim_beam.tokenization.accel.gigatoken_bpe import GigatokenBPE, available
+from mintdim_beam.tokenization.accel.gigatoken_bpe import GigatokenBPE, available, first_difference, vocab_difference
 from mintdim_beam.tokenization.sp_model import BPE, ModelFacts
 
 
@@ -124,30 +122,12 @@ def probe(sp, backend, specials: Sequence[str], direct=None, parallel: bool = Fa
     the battery's ids); else the first difference. ``direct``: texts the encoder never
     gives gigatoken are left out. ``texts``: the battery (default ``probe_texts``)."""
     expected = expected_vocab(sp)
-    if int(backend.vocab_size) != len(expected):
-        return f"vocabulary size {backend.vocab_size}, the library's {len(expected)}"
-    vocab = backend.vocab
-    if len(vocab) != len(expected):
-        return f"{len(vocab)} vocabulary entries, the library's {len(expected)}"
-    for i, raw in expected.items():
-        if vocab.get(i) != raw:
-            return f"id {i} is {vocab.get(i)!r}, the library's {raw!r}"
+    why = vocab_difference(backend, expected)
+    if why is not None:
+        return why
     if texts is None:
         texts = probe_texts(list(specials), vocab_texts(expected))
     if direct is not None:
         texts = [t for t in texts if not direct(t)]
     want = sp.encode(list(texts), out_type=int, num_threads=1)
-    rows = backend.encode_batch(list(texts), parallel=parallel)
-    offsets = np.asarray(rows.layout.offsets.data)
-    ids = np.asarray(rows.layout.content.data)
-    if len(offsets) != len(texts) + 1:
-        return f"{len(offsets) - 1} rows for {len(texts)} texts"
-    lengths = np.fromiter(map(len, want), dtype=np.int64, count=len(want))
-    flat = np.fromiter((i for row in want for i in row), dtype=np.int64, count=int(lengths.sum()))
-    if np.array_equal(np.diff(offsets), lengths) and np.array_equal(ids[:offsets[-1]].astype(np.int64), flat):
-        return None
-    for k, row in enumerate(want):
-        got = ids[offsets[k]:offsets[k + 1]].tolist()
-        if got != row:
-            return f"text {texts[k][:60]!r}: {got[:8]} against the library's {row[:8]}"
-    return "the ids differ"
+    return first_difference(texts, want, backend.encode_batch(list(texts), parallel=parallel))
