@@ -248,7 +248,7 @@ class SentencePieceTokenizer(Tokenizer):
         self._runs = _UNSET if accelerators else None
         self._runs_lock = threading.Lock()
         # gigatoken for a BPE model in Llama 2's settings (accel.gigatoken_sp), else None.
-        self._giga = accel.gigatoken_sp_encoder(sp, data, facts, self.library_batch, [*control, *by_content],
+        self._giga = accel.gigatoken_sp_encoder(sp, data, facts, self.library_batch, list(by_content),
                                                 parallel=num_threads != 1) if accelerators else None
 
     @property

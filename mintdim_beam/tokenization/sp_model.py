@@ -37,7 +37,6 @@ class ModelFacts:
     user_defined: tuple = ()  # (id, piece) of every USER_DEFINED piece, in id order
     # How the normalizer treats text before the model sees it (NormalizerSpec, TrainerSpec):
     charsmap: bool = False   # a precompiled character map (NFKC and kin; "identity" has none)
-    add_dummy_prefix: bool = True
     remove_extra_whitespaces: bool = True
     escape_whitespaces: bool = True
     whitespace_suffix: bool = False   # TrainerSpec.treat_whitespace_as_suffix
@@ -56,7 +55,7 @@ def read_model(data: bytes) -> Optional[ModelFacts]:
     norm = model.normalizer_spec
     return ModelFacts(model.trainer_spec.model_type, model.trainer_spec.byte_fallback, norm.name,
                       model.HasField("trainer_spec") and model.HasField("normalizer_spec"), user_defined,
-                      charsmap=bool(norm.precompiled_charsmap), add_dummy_prefix=norm.add_dummy_prefix,
+                      charsmap=bool(norm.precompiled_charsmap),
                       remove_extra_whitespaces=norm.remove_extra_whitespaces,
                       escape_whitespaces=norm.escape_whitespaces,
                       whitespace_suffix=model.trainer_spec.treat_whitespace_as_suffix)
@@ -82,7 +81,7 @@ def _model_class():
         normalizer = proto.message_type.add(name="NormalizerSpec")
         normalizer.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
         normalizer.field.add(name="precompiled_charsmap", number=2, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-        for name, number in (("add_dummy_prefix", 3), ("remove_extra_whitespaces", 4), ("escape_whitespaces", 5)):
+        for name, number in (("remove_extra_whitespaces", 4), ("escape_whitespaces", 5)):
             normalizer.field.add(name=name, number=number, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL,
                                  default_value="true")
         piece = proto.message_type.add(name="SentencePiece")
