@@ -74,7 +74,7 @@ def write_task_key(task):
     return ("block", task[0].file, task[0].block)
 
 
-def write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
+def write_index_part(config: BuildConfig, plans: tuple, flusher: Optional[storage.Flusher] = None) -> PartResult:
     """The rows of the four per-sample index files of consecutive blocks (``plans``,
     one block with index_layout "parts"), as one part each, named by the first block."""
     first = plans[0]
@@ -97,7 +97,10 @@ def write_index_part(config: BuildConfig, plans: tuple) -> PartResult:
     if config.index_layout != IndexLayout.PARTS:   # concatenated by finalize, which skips the parts not written
         written = tuple(name for name in written if len(rows[name]))
     for name in written:
-        storage.write_bytes(layout.part_path(out, name, first.file, first.block), rows[name])
+        path = layout.part_path(out, name, first.file, first.block)
+        storage.write_bytes(path, rows[name])
+        if flusher is not None:
+            flusher.add(path)
         if config.index_layout == IndexLayout.PARTS:   # published as they are: SHA256SUMS lists each part
             sums.append((name, hashlib.sha256(rows[name]).hexdigest()))
     covered = tuple((bp.file, bp.block) for bp in plans) if len(plans) > 1 else ()
@@ -233,8 +236,9 @@ class WriteOutputsFn(StorageDoFn):
         super().setup()
         config, words = self._config, self._word_encoder
         self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
-        # Each shard's flush to the disk starts once it is written (storage.Flusher), so
-        # that publishing does not wait on the disk for the whole output at the end.
+        # Each shard's and index part's flush to the disk starts once it is written
+        # (storage.Flusher), so that publishing does not wait on the disk for the whole
+        # output at the end, and the flushed file's page-cache memory is reused.
         self._flusher = storage.Flusher()
 
     def finish_bundle(self):
@@ -252,7 +256,7 @@ class WriteOutputsFn(StorageDoFn):
         elif isinstance(task, DuplicateTask):
             yield DUPS, find_duplicates(self._config, task, hash_spills[task.output])
         else:
-            yield PART, write_index_part(self._config, task)
+            yield PART, write_index_part(self._config, task, self._flusher)
 
     def _write_shard(self, task: ShardTask) -> ShardResult:
         out = self._config.outputs[task.output]

@@ -29,6 +29,7 @@ from mintdim_beam.storage.s3 import (S3Reader, s3_delete, s3_delete_many, s3_lis
                                      s3_size_or_none, s3_write)
 
 _CHUNK = 8 << 20
+_FADVISE = hasattr(os, "posix_fadvise")
 
 
 SEQUENTIAL = 16 << 20      # s3:// read-ahead of a reader that goes through a file in order
@@ -295,6 +296,12 @@ class Flusher:
     the worker that wrote it (``fsync`` releases the GIL): the disk writes while the
     workers go on, and the publish's flush finds the files clean.
 
+    Once a file is on the disk its page-cache memory is handed back
+    (``posix_fadvise(DONTNEED)``): files added here are ones the build does not read
+    again, or reads once (index parts, in publish's copy), and on a virtual machine
+    whose kernel returns free memory to the host, a page the cache grows by costs a host
+    fault where a page freed a moment before does not (docs/decisions.md).
+
     No error is dropped: Linux reports a failed writeback only to descriptors open when
     it failed, so the publish's later ``fsync`` could miss it; :meth:`wait` raises the
     first one (a full disk as :class:`NoSpaceError`), and the caller's work fails.
@@ -312,7 +319,7 @@ class Flusher:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="flush")
-        self._pending.append((path, self._pool.submit(_flush_file, path)))
+        self._pending.append((path, self._pool.submit(_flush_file, path, True)))
 
     def wait(self) -> None:
         """Block until every file added so far is on the disk; raise the first error."""
@@ -332,11 +339,14 @@ class Flusher:
             self._pool = None
 
 
-def _flush_file(path: str) -> None:
-    """``fsync`` of a file or directory, by path (a descriptor of its own)."""
+def _flush_file(path: str, drop: bool = False) -> None:
+    """``fsync`` of a file or directory, by path (a descriptor of its own); ``drop``:
+    then let the kernel reuse the file's page-cache memory (it is on the disk)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
+        if drop and _FADVISE:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
 

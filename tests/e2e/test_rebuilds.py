@@ -305,17 +305,18 @@ def test_exception_in_a_worker_leaves_nothing_that_looks_complete(tmp_path, monk
 
 
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])
-def test_a_failed_flush_of_a_shard_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch, code):
-    """The write stage flushes each shard early (storage.Flusher); an error there fails
-    the build, where publish's own fsync (a new descriptor) might never see it. A full
-    disk is the spec's DiskFullError, in both languages."""
+@pytest.mark.parametrize("staged", ["/shards/", "/parts/"])
+def test_a_failed_flush_of_a_shard_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch, code, staged):
+    """The write stage flushes each shard and index part early (storage.Flusher); an
+    error there fails the build, where publish's own fsync (a new descriptor) might
+    never see it. A full disk is the spec's DiskFullError, in both languages."""
     from mintdim_beam import errors
 
     job = _job(tmp_path)
     real = os.fsync
 
     def fsync(fd):
-        if "/shards/" in os.readlink(f"/proc/self/fd/{fd}"):
+        if staged in os.readlink(f"/proc/self/fd/{fd}"):
             raise OSError(code, os.strerror(code))
         real(fd)
 
@@ -324,7 +325,7 @@ def test_a_failed_flush_of_a_shard_fails_the_build_and_publishes_nothing(tmp_pat
     if code == errno.ENOSPC:
         with pytest.raises(errors.DiskFullError) as caught:
             run_pipeline(output_dirs=str(out), block_size=1024, **job)
-        assert "/shards/" in caught.value.fields["path"]
+        assert staged in caught.value.fields["path"]
         assert "No space left on the device" in str(caught.value) and "Thiết bị hết dung lượng" in str(caught.value)
     else:
         with pytest.raises(Exception, match="Input/output error"):

@@ -132,6 +132,55 @@ def test_the_flusher_flushes_each_added_file_before_wait_returns(tmp_path, monke
         flusher.close()
 
 
+def _resident_pages(path) -> int:
+    """How many of ``path``'s pages are in the page cache (``mincore`` of a mapping)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = os.path.getsize(path)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), size) as mm:
+        start = ctypes.c_char.from_buffer(mm)
+        try:
+            if libc.mincore(ctypes.c_void_p(ctypes.addressof(start)), ctypes.c_size_t(size), vec) != 0:
+                pytest.skip(f"mincore: {os.strerror(ctypes.get_errno())}")
+        finally:
+            del start
+    return sum(v & 1 for v in vec)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not os.path.exists("/proc/self/fd"),
+                    reason="posix_fadvise and mincore are Linux's")
+def test_the_flusher_hands_back_the_page_cache_of_what_it_flushed(tmp_path):
+    """A flushed shard's pages leave the page cache (the build never reads it again);
+    a file not added keeps its pages."""
+    data = os.urandom(4 << 20)
+    added, kept = tmp_path / "shard.bin", tmp_path / "spill.bin"
+    for p in (added, kept):
+        storage.write_bytes(str(p), data)
+    if _resident_pages(added) == 0:
+        pytest.skip("this file system does not keep written pages in the page cache")
+    probe = tmp_path / "probe.bin"           # does this file system drop clean pages at all?
+    storage.write_bytes(str(probe), data)
+    fd = os.open(probe, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    if _resident_pages(probe) > 0:
+        pytest.skip("this file system keeps clean pages that are advised away (tmpfs)")
+    flusher = storage.Flusher()
+    try:
+        flusher.add(str(added))
+        flusher.wait()
+    finally:
+        flusher.close()
+    assert _resident_pages(added) == 0
+    assert _resident_pages(kept) == (4 << 20) // os.sysconf("SC_PAGE_SIZE")
+    assert added.read_bytes() == data        # on the disk, whole
+
+
 @pytest.mark.parametrize("code", [5, 28])   # EIO, ENOSPC
 def test_a_failed_flush_is_raised_by_wait_not_dropped(tmp_path, monkeypatch, code):
     _recording_fsync(monkeypatch, fail=OSError(code, os.strerror(code)))
