@@ -151,8 +151,15 @@ def outside_unicode14_in(texts: list, joined: Optional[str] = None) -> list:
         _OUTSIDE_TABLE, _FIRST_OUTSIDE = table, int(np.argmax(table))
     joined = "".join(texts) if joined is None else joined
     codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
-    high = np.flatnonzero(codes >= _FIRST_OUTSIDE)   # few, in most text: only these are looked up
-    at = high[_OUTSIDE_TABLE[codes[high]]]
+    high = codes >= _FIRST_OUTSIDE
+    if np.count_nonzero(high) * 8 < len(codes):
+        # Few code points above the first unassigned one (Latin text): only these are looked up.
+        high = np.flatnonzero(high)
+        at = high[_OUTSIDE_TABLE[codes[high]]]
+    else:
+        # Many (CJK, Vietnamese): one lookup of every code point costs less than picking
+        # them out first (2.3x on the generated corpus's non-ASCII texts).
+        at = np.flatnonzero(_OUTSIDE_TABLE[codes])
     if not len(at):
         return []
     ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
