@@ -8,7 +8,8 @@
 Each row runs in a fresh process (``run.measure``: wall time, peak RSS of the process
 tree) on a corpus of ``--mb`` MB and on one ``--factor`` times as large; the marginal
 rate from the one to the other (extra MB, or extra tokens, over extra seconds) cancels
-start-up out; with ``--runs`` above 1 the summary takes each size's best wall over
+start-up out, once each row has run once untimed on the small corpus (a first process
+after boot reads its libraries from the disk; ``--no-warm-up`` times it); with ``--runs`` above 1 the summary takes each size's best wall over
 the runs (a shared machine's load only ever adds time), and a marginal figure whose
 extra seconds are under twice the runs' spread of one size's walls is marked
 ``(noise)`` (a verdict resting on one says so): start-up that varies by seconds hides
@@ -289,6 +290,10 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="Megatron classic's and datatrove's processes")
     parser.add_argument("--word-encoder", action="store_true", help="also the build with gigatoken hidden")
     parser.add_argument("--rows", help="only these rows (comma-separated: %s)" % ", ".join(ROWS))
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="time each row's first process too (by default each row first runs once "
+                             "on the small corpus, untimed: a process after boot reads its libraries, "
+                             "2 GB for torch, from the disk, which lengthens one wall only)")
     args = parser.parse_args(argv)
     if args.small:
         args.mb, args.factor = 20, 3
@@ -327,6 +332,13 @@ def main(argv=None) -> None:
                   f"{os.path.basename(large)} ({sizes['large']:.0f} MB) ==", flush=True)
             per_run = []
             skipped = {}
+            for name in rows if args.warm_up else ():
+                try:
+                    m = peers.row(name, small)
+                except Skip:
+                    continue     # said once, in the timed runs
+                print(f"warm-up {NAMES[name].format(w=args.workers):<56} {m['wall']:8.2f} s (not counted)",
+                      flush=True)
             for run in range(1, args.runs + 1):
                 got = {}
                 for size, corpus in (("small", small), ("large", large)):
