@@ -9,8 +9,9 @@ Each row runs in a fresh process (``run.measure``: wall time, peak RSS of the pr
 tree) on a corpus of ``--mb`` MB and on one ``--factor`` times as large; the marginal
 rate from the one to the other (extra MB, or extra tokens, over extra seconds) cancels
 start-up out, once each row has run once untimed on the small corpus (a first process
-after boot reads its libraries from the disk; ``--no-warm-up`` times it); with ``--runs`` above 1 the summary takes each size's best wall over
-the runs (a shared machine's load only ever adds time), and a marginal figure whose
+after boot reads its libraries from the disk; ``--no-warm-up`` times it); with
+``--runs`` above 1 the summary takes each size's best wall over the runs (a shared
+machine's load only ever adds time), and a marginal figure whose
 extra seconds are under twice the runs' spread of one size's walls is marked
 ``(noise)`` (a verdict resting on one says so): start-up that varies by seconds hides
 a fast row's cost, and a larger ``--factor`` shows it. The rows:
@@ -332,7 +333,9 @@ def main(argv=None) -> None:
                   f"{os.path.basename(large)} ({sizes['large']:.0f} MB) ==", flush=True)
             per_run = []
             skipped = {}
-            for name in rows if args.warm_up else ():
+            for name in rows:
+                if not args.warm_up:
+                    break
                 try:
                     m = peers.row(name, small)
                 except Skip:

@@ -405,7 +405,8 @@ def test_the_batch_check_of_unicode_14_agrees_with_the_pattern_on_every_code_poi
     for _ in range(200):
         texts = [rng.choice(pool) for _ in range(rng.randrange(1, 9))]
         assert outside_unicode14_in(texts) == [i for i, t in enumerate(texts) if pattern.search(t)]
-    # Both ways of looking: few code points above ASCII's block (Latin text) and many (CJK).
+    # Both ways of looking: few code points above U+0377, the first unassigned one (Latin
+    # text, accents included), and many (CJK).
     for filler in ("plain Latin text, café " * 40, "中文的句子" * 40):
         texts = [filler, filler + "a\u088fb", filler, "\ud800" + filler, filler]
         assert outside_unicode14_in(texts) == [1, 3]
