@@ -281,7 +281,14 @@ def sync_tree(directory: str, skip: tuple = ()) -> None:
     for folder, subfolders, files in os.walk(directory):
         subfolders[:] = [d for d in subfolders if d not in skip]
         for name in files:
-            _flush_file(os.path.join(folder, name))
+            path = os.path.join(folder, name)
+            try:
+                _flush_file(path)
+            except OSError as exc:     # a full disk names the file its writeback failed for
+                found = _no_space(exc, path, -1)
+                if found is exc:
+                    raise
+                raise found from exc
         sync_dir(folder)
 
 
@@ -298,7 +305,7 @@ class Flusher:
 
     Once a file is on the disk its page-cache memory is handed back
     (``posix_fadvise(DONTNEED)``): files added here are ones the build does not read
-    again, or reads once (index parts, in publish's copy), and on a virtual machine
+    again (shards, index parts published as they are), and on a virtual machine
     whose kernel returns free memory to the host, a page the cache grows by costs a host
     fault where a page freed a moment before does not (docs/decisions.md).
 

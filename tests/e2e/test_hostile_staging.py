@@ -9,6 +9,7 @@ that others can write is refused before anything is written.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import stat
@@ -114,3 +115,36 @@ def test_a_swapped_block_metadata_is_refused_not_unpickled(tmp_path):
         else:
             write_stage.write_index_part(config, (plan,))
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("index_layout, flushed", [("file", False), ("parts", True)])
+def test_only_published_index_parts_are_flushed_by_the_write_stage(tmp_path, index_layout, flushed):
+    """A part that publish copies into its index file stays in the page cache for that
+    copy (publish flushes the index file); a part published as it is goes to the disk
+    as soon as it is written. Either way its rows are the block's."""
+    config = _job(tmp_path, tmp_path / "out").config(index_layout=index_layout)
+    out = config.outputs[0]
+    meta = spill_meta.encode(BlockResult(n_lines=1, status=np.zeros(1, np.int8), local_line=np.zeros(1, np.int64),
+                                         token_count=np.ones(1, np.int64), orig_count=np.ones(1, np.int64),
+                                         unit=np.full(1, 16), digests=np.zeros((1, 32), np.uint8)))
+    path = layout.block_spill(out, 0, 0)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Path(path).write_bytes(meta)
+    plan = BlockPlan(0, 0, 0, 0, 0, {16: 0, 32: 0}, meta=(0, len(meta)), samples=1,
+                     meta_sha256=hashlib.sha256(meta).hexdigest())
+
+    class Recorder:
+        def __init__(self):
+            self.added = []
+
+        def add(self, path):
+            self.added.append(path)
+
+    recorder = Recorder()
+    result = write_stage.write_index_part(config, (plan,), recorder)
+    part = layout.part_path(out, "sample_index.jsonl", 0, 0)
+    assert "sample_index.jsonl" in result.written
+    assert recorder.added == ([layout.part_path(out, name, 0, 0) for name in result.written] if flushed else [])
+    assert all(os.path.exists(p) for p in recorder.added)
+    row = json.loads(Path(part).read_bytes())
+    assert (row["sample_id"], row["hash"], row["token_count"], row["source_line"]) == (0, "00" * 32, 1, 1)

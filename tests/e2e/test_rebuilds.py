@@ -305,14 +305,17 @@ def test_exception_in_a_worker_leaves_nothing_that_looks_complete(tmp_path, monk
 
 
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])
-@pytest.mark.parametrize("staged", ["/shards/", "/parts/"])
-def test_a_failed_flush_of_a_shard_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch, code, staged):
-    """The write stage flushes each shard and index part early (storage.Flusher); an
-    error there fails the build, where publish's own fsync (a new descriptor) might
-    never see it. A full disk is the spec's DiskFullError, in both languages."""
+@pytest.mark.parametrize("staged, index_layout", [("/shards/", None), ("/parts/", "parts"),
+                                                  ("/sample_index.jsonl", None)])
+def test_a_failed_flush_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch, code, staged, index_layout):
+    """The write stage flushes each shard, and each index part published as it is,
+    early (storage.Flusher); an error there fails the build, where publish's own fsync
+    (a new descriptor) might never see it. An index file copied from its parts is
+    flushed by publish, before any manifest. A full disk is the spec's DiskFullError,
+    in both languages."""
     from mintdim_beam import errors
 
-    job = _job(tmp_path)
+    job = dict(_job(tmp_path), index_layout=index_layout)
     real = os.fsync
 
     def fsync(fd):
@@ -330,7 +333,12 @@ def test_a_failed_flush_of_a_shard_fails_the_build_and_publishes_nothing(tmp_pat
     else:
         with pytest.raises(Exception, match="Input/output error"):
             run_pipeline(output_dirs=str(out), block_size=1024, **job)
-    assert_nothing_published(out)
+    if staged != "/sample_index.jsonl":
+        assert_nothing_published(out)
+    else:   # publish's flush: the files are in place, never the manifest, and every unit says it failed
+        assert not (out / "manifest.json").exists()
+        for unit in (48, 96):
+            assert (out / f"unit_{unit}" / "UNIT_BUILD_FAILED.md").exists()
 
 
 def _slow_job(tmp_path: Path) -> tuple[str, Path]:
