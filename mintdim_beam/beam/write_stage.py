@@ -244,8 +244,9 @@ class WriteOutputsFn(StorageDoFn):
         config, words = self._config, self._word_encoder
         self._tokenizers = self._shared.acquire(lambda: load_tokenizers(config, words)).value
         # Each shard's flush to the disk (and a published part's: write_index_part)
-        # starts once it is written (storage.Flusher), so that publishing does not wait on the disk for the whole
-        # output at the end, and the flushed file's page-cache memory is reused.
+        # starts once it is written (storage.Flusher), so that publishing does not
+        # wait on the disk for the whole output at the end, and the flushed file's
+        # page-cache memory is reused.
         self._flusher = storage.Flusher()
 
     def finish_bundle(self):

@@ -281,14 +281,7 @@ def sync_tree(directory: str, skip: tuple = ()) -> None:
     for folder, subfolders, files in os.walk(directory):
         subfolders[:] = [d for d in subfolders if d not in skip]
         for name in files:
-            path = os.path.join(folder, name)
-            try:
-                _flush_file(path)
-            except OSError as exc:     # a full disk names the file its writeback failed for
-                found = _no_space(exc, path, -1)
-                if found is exc:
-                    raise
-                raise found from exc
+            _flush_file(os.path.join(folder, name))
         sync_dir(folder)
 
 
@@ -329,13 +322,14 @@ class Flusher:
         self._pending.append((path, self._pool.submit(_flush_file, path, True)))
 
     def wait(self) -> None:
-        """Block until every file added so far is on the disk; raise the first error."""
+        """Block until every file added so far is on the disk; raise the first error
+        (a full disk is already :func:`_flush_file`'s ``NoSpaceError``)."""
         pending, self._pending = self._pending, []
         failed = None
-        for path, future in pending:
+        for _, future in pending:
             exc = future.exception()
             if exc is not None and failed is None:
-                failed = _no_space(exc, path, -1)
+                failed = exc
         if failed is not None:
             raise failed
 
@@ -348,12 +342,18 @@ class Flusher:
 
 def _flush_file(path: str, drop: bool = False) -> None:
     """``fsync`` of a file or directory, by path (a descriptor of its own); ``drop``:
-    then let the kernel reuse the file's page-cache memory (it is on the disk)."""
+    then let the kernel reuse the file's page-cache memory (it is on the disk). A full
+    disk is a :class:`NoSpaceError` naming the file its writeback failed for."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
         if drop and _FADVISE:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError as exc:
+        found = _no_space(exc, path, -1)
+        if found is exc:
+            raise
+        raise found from exc
     finally:
         os.close(fd)
 
