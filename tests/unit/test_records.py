@@ -6,6 +6,7 @@ The builds that check the same records end to end are in ``tests/e2e/test_record
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import pytest
@@ -236,7 +237,23 @@ _PARSER_EDGES = [
     b'["q", "a"]',
     b'{"q": 1, "a": "x"}',
     '{"q": "漢字 ✓ ọ", "a": "\\t tab"}'.encode(),
+    # Where msgspec (the first parser, for lines of exactly the declared fields) could part ways:
+    b'{"q": "x", "a": "y", "n": "\xff invalid utf-8 in another key"}',
+    b'{"\\u0071": "escaped key", "a": "x"}',
+    b'{"q": 1, "q": "the last wins", "a": "x"}',
+    b'{"q": "the last wins:", "q": 2, "a": "x"}',
+    b'{"q": "two", "a": "objects"} {"q": "z", "a": "w"}',
+    b'{"q": "raw \t tab", "a": "x"}',
+    b'{"q": "x", "a": null}',
+    b'{"q": "only q"}',
+    b'{"q": "trailing", "a": "comma",}',
+    b'{"q": "del \x7f and \xef\xbf\xbf", "a": "x"}',
+    b'{"q": "x", "a": "y", "q": "\\ud800"}',
+    b'\xef\xbb\xbf{"q": "a BOM inside the file", "a": "x"}',
 ]
+#: Lines (0-based, edge k at 2k + 1) of the edges that are samples (numbers and null
+#: render as text: the line-by-line path's ``render_value``).
+_EDGE_SAMPLES = (3, 5, 7, 11, 13, 19, 25, 29, 31, 35, 37, 39, 45, 51)
 
 
 def _decoded_if_valid(line: bytes):
@@ -247,7 +264,8 @@ def _decoded_if_valid(line: bytes):
 
 
 @pytest.mark.parametrize("on_bad_record", ["skip", "abort"])
-def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatch, on_bad_record):
+@pytest.mark.parametrize("fields_first", ["always", "as it goes"])
+def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatch, on_bad_record, fields_first):
     rows = []
     for i, edge in enumerate(_PARSER_EDGES):
         rows.append({"q": f"plain {i}", "a": "an answer"})
@@ -263,16 +281,25 @@ def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatc
         tok = load_tokenizer(spec.tokenizer.kind, TOKENIZER, f.read(), threads=1)
     lines, _ = read_block_lines(path, 0, 1 << 20, decode=False)
     assert all(type(line) is bytes for line in lines)
+    if fields_first == "always":   # msgspec tries every slice, even after one with other keys
+        monkeypatch.setattr(sample_lines.LineParser, "_fields_only", property(lambda self: True, lambda self, v: None),
+                            raising=False)
     calls = []
     loads = sample_lines._LOADS
     monkeypatch.setattr(sample_lines, "_LOADS", lambda line: calls.append(line) or loads(line))
     for size in (1, 2, 5):     # each edge alone in its slice, and mixed with plain lines
         monkeypatch.setattr(sample_lines, "SLICE_SAMPLES", size)
         encoder = records.BlockEncoder(spec, tok, config.policies, encode_threads=2)
+        decode = encoder._lines._decode_fields
+        fields = []
+        encoder._lines._decode_fields = lambda line: fields.append(line) or decode(line)
         calls.clear()
         fast = encoder.encode_block(lines)
         if size == 1 and on_bad_record == "skip":
-            assert calls == lines                     # the fast path saw every line
+            assert set(calls) | set(fields) == set(lines)      # the fast path saw every line
+            assert lines[0] in fields and lines[0] not in calls   # plain lines: msgspec's
+            if fields_first == "always":
+                assert fields == lines
         with monkeypatch.context() as m:
             m.setattr(sample_lines.LineParser, "_clean_chunk", lambda self, chunk: None)
             slow = encoder.encode_block(lines)
@@ -284,8 +311,26 @@ def test_fast_parser_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatc
         status = dict(zip(fast.local_line.tolist(), fast.status.tolist()))
         assert status[1] == BAD                # the lone surrogate: "invalid UTF-8"
         ok = [int(x) for x in fast.local_line[fast.status == OK]]
-        for line in (3, 5, 7, 11, 13, 19, 25, 31):
-            assert line in ok
+        assert [line for line in ok if line % 2] == list(_EDGE_SAMPLES)
+
+
+def test_lines_of_only_the_declared_fields_take_msgspec_until_a_clean_line_has_other_keys(tmp_path):
+    rows = [{"q": f"q {i}", "a": f"a {i}"} for i in range(6)] + [{"q": "x", "a": "y", "id": 7}]
+    rows += [{"q": f"later {i}", "a": ""} for i in range(3)]
+    path = write_jsonl(tmp_path / "keys.jsonl", rows)
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[["q", "a"]], templates=["{q}\n{a}"])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[16, 32]], build_batch=[5])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10]).config(on_overflow="extend"))
+    spec = config.files[0]
+    parser = sample_lines.LineParser(spec, config.policies)
+    lines, _ = read_block_lines(path, 0, 1 << 20, decode=False)
+    first, _ = parser.parse_slice(lines[:6], 0, 0, True)
+    assert parser._fields_only and first.values == [(f"q {i}", f"a {i}") for i in range(6)]
+    second, _ = parser.parse_slice(lines[6:], 0, 6, False)       # clean, with an "id" as well
+    assert not parser._fields_only
+    assert second.values == [("x", "y")] + [(f"later {i}", "") for i in range(3)]
+    assert second.empty == {7: ["a"], 8: ["a"], 9: ["a"]}
+    assert second.hashes[0] == hashlib.sha256(b"x\ny").digest()
 
 
 # ------------------------------------------------------------------ the JSON nesting limit
