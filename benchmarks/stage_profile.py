@@ -55,7 +55,8 @@ STAGES = [
     ("tokenizer glue: checks, caches, batches",
      lambda f, p, s: "tokenization/" in p or p.endswith(("text_cache.py",)) or f.startswith("BlockEncoder._encode")),
     ("parse: JSON", lambda f, p, s: p.endswith("sample_lines.py")
-     and ("_LOADS" in s or "load_object" in s or "_get_fields, objs" in s)),     # objs: orjson, lazily
+     and ("_LOADS" in s or "load_object" in s or "_get_fields, objs" in s            # objs: orjson, lazily
+          or "_decode_fields" in s)),                                                  # msgspec
     ("parse: render + sha256", lambda f, p, s: p.endswith("sample_lines.py") and ("sha256" in s or "_render" in s)),
     ("parse: checks, fields, empty values", lambda f, p, s: p.endswith(("sample_lines.py", "chat_lines.py",
                                                                          "pair_lines.py"))),

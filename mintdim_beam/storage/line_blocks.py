@@ -88,40 +88,71 @@ def read_block_lines(path: str, start: int, end: int, decode: bool = True) -> tu
     Lines are ``str`` when the block is valid UTF-8, ``bytes`` otherwise so that the
     encoder can name the bad line. ``decode=False``: always ``bytes``, for the
     encoder, whose JSON parser reads UTF-8 itself (``sample_lines.LineParser``).
+
+    One read takes the byte before the block, the block and ``_READ_AHEAD`` bytes
+    after it, where the last line nearly always ends; the owned lines are then split
+    out of that buffer in place. Cutting the buffer to the owned bytes first, and
+    appending the last line's end to it, were two more copies of every block.
     """
     if end <= start and start > 0:
         return [], 0
     with open_read(path) as f:
-        if start > 0:
+        head = 1 if start > 0 else 0
+        if head:
             f.seek(start - 1)
-            data = f.read(end - start + 1)
-            cut = data.find(b"\n")
-            if cut < 0 or start + cut >= end:  # the next line starts at or after end
-                return [], len(data)
-            data = data[cut + 1:]
+        limit = end - start + head          # ``end``, as an offset into data
+        data = f.read(limit + _READ_AHEAD)
+        lo = 0
+        if head:
+            cut = data.find(b"\n", 0, limit)
+            if cut < 0 or cut + 1 >= limit:  # the next line starts at or after end
+                return [], min(len(data), limit)
+            lo = cut + 1
+        if len(data) < limit:                # the file ends inside the block
+            hi = len(data)
         else:
-            data = f.read(end)
-        nbytes = len(data)
-        if data and not data.endswith(b"\n"):
-            tail = []
-            last_start = data.rfind(b"\n") + 1
-            held = len(data) - last_start          # bytes of the last line so far
-            while True:
-                more = f.read(_READ_AHEAD)
-                if not more:
-                    break
-                held += len(more)
-                if held > MAX_LINE_BYTES + 1 and b"\n" not in more:
-                    raise LineTooLongError(data.count(b"\n", 0, last_start))
-                cut = more.find(b"\n")
-                if cut >= 0:
-                    tail.append(more[:cut + 1])
-                    break
-                tail.append(more)
-            if tail:
-                data += b"".join(tail)
-                nbytes += sum(len(t) for t in tail)
-    return _lines(data, decode), nbytes
+            newline = data.find(b"\n", limit - 1)
+            if newline >= 0:
+                hi = newline + 1
+            else:                           # a last line longer than the read-ahead
+                data, hi = _finish_line(f, data, lo)
+    return _lines_between(data, lo, hi, decode), hi - lo
+
+
+def _finish_line(f, data: bytes, lo: int) -> tuple:
+    """``data`` with the rest of its last line read on (up to its newline, or the end of
+    the file), and where that line ends."""
+    tail = []
+    last_start = max(lo, data.rfind(b"\n") + 1)
+    held = len(data) - last_start          # bytes of the last line so far
+    while True:
+        more = f.read(_READ_AHEAD)
+        if not more:
+            break
+        held += len(more)
+        if held > MAX_LINE_BYTES + 1 and b"\n" not in more:
+            raise LineTooLongError(data.count(b"\n", lo, last_start))
+        cut = more.find(b"\n")
+        if cut >= 0:
+            tail.append(more[:cut + 1])
+            break
+        tail.append(more)
+    data = data + b"".join(tail)
+    return data, len(data)
+
+
+def _lines_between(data: bytes, lo: int, hi: int, decode: bool) -> list:
+    """:func:`_lines` of ``data[lo:hi]``, where ``lo`` follows a newline (or is 0) and
+    ``hi`` follows one (or is the end of ``data``), split without copying the range."""
+    if lo == 0 and hi == len(data):
+        return _lines(data, decode)
+    if b"\r" in data or hi == lo:
+        return _lines(data[lo:hi], decode)
+    parts = data.split(b"\n")
+    # parts[0] is what comes before lo; after hi come the parts of data[hi:] (one more
+    # than its newlines), of which the empty part after a final newline is one.
+    after = data.count(b"\n", hi) + 1 if hi < len(data) else int(data.endswith(b"\n"))
+    return _decoded(parts[1 if lo else 0:len(parts) - after], decode)
 
 
 def read_stream_blocks(path: str, compression: str, block_size: int, decode: bool = True):
@@ -172,7 +203,13 @@ def _lines(data: bytes, decode: bool) -> list:
     # it lets CRLF files take the encoder's fast path for clean lines.
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
-    parts = (data[:-1] if data.endswith(b"\n") else data).split(b"\n")
+    parts = data.split(b"\n")
+    if data.endswith(b"\n"):
+        parts.pop()          # the empty part after the last newline (not a copy of data less it)
+    return _decoded(parts, decode)
+
+
+def _decoded(parts: list, decode: bool) -> list:
     if not decode:
         return parts
     # Split first, then decode line by line: three times faster than decoding the block

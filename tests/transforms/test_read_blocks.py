@@ -71,3 +71,29 @@ def test_a_truncated_compressed_file_yields_its_whole_lines_then_fails_after_the
     err = caught.value
     assert (err.kind, err.file, err.line, err.compression, err.truncated) == (
         "bad_compressed", str(path), len(read) + 1, "gzip", True)
+
+
+def test_a_blocks_hashes_are_sorted_by_digest_then_sample_whatever_their_first_bytes():
+    """``sorted_hashes`` sorts by the digests' first 8 bytes unless two share them; then,
+    as for repeated samples, by the whole digest. Either way: digest order, then sample."""
+    import types
+
+    import numpy as np
+
+    from mintdim_beam.beam.encode_stage import sorted_hashes
+    from mintdim_beam.core.block_result import BAD, OK
+
+    rng = np.random.default_rng(3)
+    for shared in (False, True):
+        digests = rng.integers(0, 256, (400, 32), dtype=np.uint8)
+        if shared:
+            digests[50:60, :8] = digests[5, :8]        # the same first 8 bytes, other rests
+            digests[70:75] = digests[7]                # the same samples
+        status = np.where(rng.random(400) < 0.1, BAD, OK).astype(np.int8)
+        lines = np.arange(400) * 2
+        rows = sorted_hashes(types.SimpleNamespace(status=status, digests=digests, local_line=lines))
+        kept = [i for i in range(400) if status[i] != BAD]
+        expected = sorted(kept, key=lambda i: (bytes(digests[i]), i))
+        assert rows["sample_id"].tolist() == expected
+        assert rows["line"].tolist() == [2 * i + 1 for i in expected]
+        assert [bytes(d) for d in rows["digest"]] == [bytes(digests[i]) for i in expected]

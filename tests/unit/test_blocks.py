@@ -77,6 +77,31 @@ def test_many_json_lines_any_block(tmp_path):
         assert _all_lines(path, len(raw), block) == rows
 
 
+@pytest.mark.parametrize("read_ahead", [4, 64, 1 << 16])
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b""])
+def test_each_line_once_and_every_byte_counted_whatever_the_read_ahead(tmp_path, monkeypatch, read_ahead, ending):
+    """A block's last line ends within the read-ahead after the block or is read on to
+    its end; lines are split out of the read in place (line_blocks._lines_between)."""
+    from mintdim_beam.storage import line_blocks
+
+    monkeypatch.setattr(line_blocks, "_READ_AHEAD", read_ahead)
+    rows = [b"", b"{}", b"x" * 300, b"", b"\xc3\xa9" * 40, b"a\rb", b"z" * 9] * 3
+    raw = ending.join(rows) + ending            # no ending: one line, without a newline
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(raw)
+    expected = raw.replace(b"\r\n", b"\n").split(b"\n")
+    if raw.endswith(b"\n"):
+        expected.pop()
+    for block in (1, 3, 8, 50, 301, 1000, 10**6):
+        lines, total = [], 0
+        for start in range(0, len(raw), block):
+            got, nbytes = read_block_lines(str(path), start, min(len(raw), start + block), decode=False)
+            lines.extend(got)
+            total += nbytes if got else 0
+        assert lines == expected, block
+        assert total == len(raw), block
+
+
 def _config(tmp_path, paths):
     from mintdim_beam import pipeline
 
