@@ -11,6 +11,15 @@ U2, U4 = np.dtype("<u2"), np.dtype("<u4")
 def test_ragged_gather_index():
     idx = ragged_gather_index(np.array([10, 0, 5]), np.array([2, 0, 3]))
     assert idx.tolist() == [10, 11, 5, 6, 7]
+    assert ragged_gather_index(np.array([3, 4]), np.array([0, 0])).tolist() == []
+    assert ragged_gather_index(np.array([0, 7, 7, 2]), np.array([0, 1, 2, 1])).tolist() == [7, 7, 8, 2]
+    rng = np.random.default_rng(0)
+    for _ in range(50):          # against the obvious loop: runs going back, repeating, empty
+        starts = rng.integers(0, 1000, rng.integers(1, 40)).astype(np.uint32)
+        lengths = rng.integers(0, 6, len(starts))
+        expected = [int(s) + k for s, n in zip(starts, lengths) for k in range(n)]
+        got = ragged_gather_index(starts, lengths)
+        assert got.dtype == np.int64 and got.tolist() == expected
 
 
 def test_records_layout_and_round_trip():
