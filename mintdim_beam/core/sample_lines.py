@@ -128,6 +128,16 @@ class LineParser:
             "{%d}" % position[s.text] if s.is_field else t.replace("{", "{{").replace("}", "}}")
             for s, t in zip(segments, texts)
         ).format
+        # A template of the declared fields in order, each once, one literal between each
+        # two ("{text}", "{instruction}\n\n{input}\n\n{output}"): the same text as a
+        # join of a sample's values, which needs no format string read per sample (0.4
+        # instead of 0.65 us a sample of real text; one field is its value itself).
+        self._join = None
+        kinds = [s.is_field for s in segments]
+        if kinds == [k % 2 == 0 for k in range(len(segments))] and kinds and kinds[-1] and \
+                [s.text for s in segments if s.is_field] == self.field_names and \
+                len({t for s, t in zip(segments, texts) if not s.is_field}) <= 1:
+            self._join = next((t for s, t in zip(segments, texts) if not s.is_field), "").join
         self._get_fields = operator.itemgetter(*self.field_names)
         self._one_field = len(self.field_names) == 1
         # The fast path's first parser: lines that are one object of exactly the declared
@@ -291,7 +301,8 @@ class LineParser:
                 hashes = [self._digest(values[0])]
             else:
                 sha256 = hashlib.sha256
-                hashes = [sha256(d).digest() for d in map(str.encode, starmap(self._render, values))]
+                rendered = map(self._join, values) if self._join is not None else starmap(self._render, values)
+                hashes = [sha256(d).digest() for d in map(str.encode, rendered)]
         except Exception:  # noqa: BLE001 - any failure means: take the line-by-line path
             return None
         # Sample -> its empty fields' names. Samples with the same names share one list,

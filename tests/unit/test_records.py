@@ -404,3 +404,31 @@ def test_json_depth_counts_brackets_outside_strings_only():
     assert sample_lines.json_depth('{"a": "\\\\", "b": [[]]}') == 3      # an escaped backslash ends there
     assert sample_lines.json_depth(_deep_line(LIMIT + 1, "x")) == LIMIT + 1
     assert sample_lines.json_depth(_BRACKETS_IN_STRINGS) == 1
+
+
+@pytest.mark.parametrize("fields, template, joined", [
+    (["text"], "{text}", True),
+    (["q", "a"], "{q}\n\n{a}", True),
+    (["q", "i", "a"], "{q}\n{i}\n{a}", True),
+    (["q", "a"], "Q: {q}\n\n{a}", False),           # a literal before the first field
+    (["q", "a"], "{q}\n{a}\n", False),              # after the last
+    (["q", "i", "a"], "{q}\n{i} {a}", False),       # two different literals
+    (["q", "a"], "{a}\n{q}", False),                # not in the declared order
+    (["q"], "{q}\n{q}", False),                     # a field twice
+])
+def test_a_template_of_fields_and_one_separator_renders_as_a_join(tmp_path, fields, template, joined):
+    """The fast path's render (``LineParser._join``) is the template's own text, and is
+    used only for templates it can render; the digest is of that text either way."""
+    path = write_jsonl(tmp_path / "t.jsonl", [{f: f"{f} é {k}" for f in fields} for k in range(5)])
+    config = (pipeline("unit-build").source.jsonl(files=[path], fields=[fields], templates=[template])
+              .tokenizer.sentencepiece(files=[TOKENIZER]).units(sizes=[[64]], build_batch=[4])
+              .output.dir(str(tmp_path / "out"), samples_per_shard=[10]).config(on_overflow="extend"))
+    parser = sample_lines.LineParser(config.files[0], config.policies)
+    assert (parser._join is not None) == joined
+    lines, _ = read_block_lines(path, 0, 1 << 20, decode=False)
+    parsed, _ = parser.parse_slice(lines, 0, 0, True)
+    for k, (values, digest) in enumerate(zip(parsed.values, parsed.hashes)):
+        text = template.format(**{f: f"{f} é {k}" for f in fields})
+        assert digest == hashlib.sha256(text.encode()).digest()
+        if joined:
+            assert parser._join(values) == text
