@@ -50,9 +50,10 @@ def _reject_constant(name):
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _SCAN = _DECODER.scan_once
 _JSON_SPACE = " \t\n\r"
-# The fast path's parser (:meth:`LineParser._clean_chunk`): orjson reads UTF-8 bytes
-# itself and accepts a subset of what the standard decoder accepts, with the same values
-# for the strings a template renders. Anything it refuses takes the standard decoder.
+# The fast path's parsers (:meth:`LineParser._clean_chunk`): msgspec for lines of only
+# the declared fields, orjson for the others. Both read UTF-8 bytes themselves and accept
+# a subset of what the standard decoder accepts, with the same values for the strings a
+# template renders. Anything they refuse takes the standard decoder.
 _LOADS = orjson.loads
 _DECODE_ERROR = msgspec.DecodeError     # a ValidationError (a field missing, unknown or not a string) is one
 _CONTAINERS = frozenset((dict, list))
