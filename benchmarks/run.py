@@ -42,7 +42,7 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_SP = os.path.join(ROOT, "..", "shared", "realdata", "tokenizers", "t5_spiece_32000.model")
 FIELDS = ("instruction", "input", "output")
 SIZES = [128, 256, 512, 1024, 2048, 4096]
-#: The performance targets on a 2-core machine with a 100 MB corpus (README, *Performance*).
+#: The targets the summary of a 100 MB run checks, on a 2-core machine: the build against the bare loop and datatrove.
 TARGET_OVER_BARE = {"sentencepiece": 1.0, "hf_json": 1.5}
 TARGET_OVER_DATATROVE = 1.5
 TARGET_SCALING_TOLERANCE = 0.15    # wall time x4 +-15% for 4x the data

@@ -50,7 +50,7 @@ TESTDATA = TESTS_DIR / "testdata"
 DEMO_DIR = REPO_ROOT / "mintdim_beam" / "demo"
 #: ``../shared/realdata`` seen from the repository root; absent on most machines.
 REALDATA = REPO_ROOT.parent / "shared" / "realdata"
-#: The test folders, one per layer of the suite (see the README's "Tests").
+#: The test folders, one per layer of the suite (docs/architecture.md, *Tests*).
 FOLDERS = ("unit", "transforms", "e2e", "remote", "runners")
 
 # This file and ``reference.py`` (``from conftest import ...``), the test data's helpers
