@@ -9,7 +9,9 @@ Each row runs in a fresh process (``run.measure``: wall time, peak RSS of the pr
 tree) on a corpus of ``--mb`` MB and on one ``--factor`` times as large; the marginal
 rate from the one to the other (extra MB, or extra tokens, over extra seconds) cancels
 start-up out, once each row has run once untimed on the small corpus (a first process
-after boot reads its libraries from the disk; ``--no-warm-up`` times it); with
+after boot reads its libraries from the disk; ``--no-warm-up`` times it; the project's
+and the Megatron checkout's modules are compiled to bytecode first, ``run.compile_bytecode``,
+as an installed package's are); with
 ``--runs`` above 1 the summary takes each size's best wall over the runs (a shared
 machine's load only ever adds time), and a marginal figure whose
 extra seconds are under twice the runs' spread of one size's walls is marked
@@ -316,6 +318,9 @@ def main(argv=None) -> None:
     if args.megatron:
         args.megatron = os.path.abspath(args.megatron)
     os.makedirs(args.work, exist_ok=True)
+    # Every row imports its Python code as an installed package would: compiled.
+    bench.compile_bytecode(os.path.join(bench.ROOT, "mintdim_beam"),
+                           *([os.path.join(args.megatron, d) for d in ("megatron", "tools")] if args.megatron else []))
 
     import platform
 

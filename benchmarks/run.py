@@ -125,6 +125,23 @@ def _rss(process) -> int:
         return 0
 
 
+def compile_bytecode(*folders: str) -> None:
+    """Write the bytecode of every module under ``folders`` (``compileall``; a module
+    whose bytecode is current is left alone).
+
+    A row's processes import the project, and Megatron's checkout, from source. Where
+    ``PYTHONDONTWRITEBYTECODE`` is set, Python never caches what it compiles, so every
+    worker process the large build starts (the small one runs in memory) would compile
+    the whole package again, about 2 CPU s each: a cost no installed package has
+    (``pip install`` compiles it) that lands in the marginal rate.
+    """
+    import compileall
+
+    for folder in folders:
+        if folder and os.path.isdir(folder):
+            compileall.compile_dir(folder, quiet=1, workers=0)
+
+
 def measure(cmd: list, env: dict | None = None) -> dict:
     """Run ``cmd``; return wall seconds, peak tree RSS (bytes) and stdout.
 

@@ -197,6 +197,7 @@ def main(argv=None) -> None:
         tokenizer, kind = os.path.abspath(args.sp_model), "sentencepiece"
     job, out = bench.job_file(args.work, f"profile_{args.tokenizer}", corpus, kind, tokenizer)
     trees = [os.path.abspath(t) for t in (args.tree or [bench.ROOT])]
+    bench.compile_bytecode(*(os.path.join(t, "mintdim_beam") for t in trees))
     print(f"[profile] {os.path.basename(corpus)}, {args.tokenizer}, {args.rate} Hz, load average "
           f"{os.getloadavg()[0]:.2f}", flush=True)
     results = []
