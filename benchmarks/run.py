@@ -132,7 +132,7 @@ def compile_bytecode(*folders: str) -> None:
     A row's processes import the project, and Megatron's checkout, from source. Where
     ``PYTHONDONTWRITEBYTECODE`` is set, Python never caches what it compiles, so every
     worker process the large build starts (the small one runs in memory) would compile
-    the whole package again, about 2 CPU s each: a cost no installed package has
+    the whole package again (about 2 CPU s each, measured on a 300 MB build): a cost no installed package has
     (``pip install`` compiles it) that lands in the marginal rate.
     """
     import compileall
